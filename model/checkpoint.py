@@ -1,0 +1,160 @@
+"""Checkpoint directories.
+
+    config.json          {"format", "model": ModelConfig, "tokenizer": {...}, "src_lang", "tgt_lang", ...}
+    model.safetensors    weights (tied embeddings stored once); never a pickle
+    spm.model            sentencepiece model (joint vocabulary), or spm.src.model + spm.tgt.model
+    training_log.jsonl   one JSON line per epoch (written by train.py)
+    README.md            model card
+    attention_snapshots.json  (optional) attention of a few fixed sentences per epoch
+
+Every problem with a checkpoint is raised as `CheckpointError` with one line that
+names the file.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_model, save_model
+
+from model.config import ModelConfig
+from model.tokenizer import Tokenizer
+from model.transformer import Transformer
+
+FORMAT = "transformer-checkpoint/1"
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be used; the message is one line naming the file."""
+
+
+@dataclass
+class Checkpoint:
+    model: Transformer
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    path: Path | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.cfg
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else "(unsaved)"
+
+    @property
+    def src_lang(self) -> str:
+        return self.meta.get("src_lang", "src")
+
+    @property
+    def tgt_lang(self) -> str:
+        return self.meta.get("tgt_lang", "tgt")
+
+
+def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: Tokenizer,
+                    tgt_tokenizer: Tokenizer, meta: dict[str, Any] | None = None,
+                    half: bool = False, extra_files: dict[str, str] | None = None) -> Path:
+    """Write the checkpoint atomically: into a sibling temporary directory, then rename.
+
+    half: store the weights as float16 (they are loaded back as float32).
+    extra_files: name -> text content (training log, model card, snapshots).
+    """
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    joint = src_tokenizer.proto == tgt_tokenizer.proto
+    tok_files = {"src": "spm.model", "tgt": "spm.model"} if joint else {"src": "spm.src.model", "tgt": "spm.tgt.model"}
+    config = {"format": FORMAT, **(meta or {}), "model": model.cfg.to_dict(),
+              "tokenizer": {"joint": joint, **tok_files}, "weights_dtype": "float16" if half else "float32"}
+    (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+    src_tokenizer.save(tmp / tok_files["src"])
+    tgt_tokenizer.save(tmp / tok_files["tgt"])
+    to_save = copy.deepcopy(model).half() if half else model
+    save_model(to_save, str(tmp / WEIGHTS), metadata={"format": FORMAT})
+    for name, text in (extra_files or {}).items():
+        (tmp / name).write_text(text)
+    _replace_dir(tmp, directory)
+    return directory
+
+
+def _replace_dir(tmp: Path, directory: Path) -> None:
+    old = None
+    if directory.exists():
+        old = directory.with_name(f".{directory.name}.old.{os.getpid()}")
+        directory.rename(old)
+    tmp.rename(directory)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def read_config(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / CONFIG
+    if not Path(directory).is_dir():
+        raise CheckpointError(f"{directory}: no such checkpoint directory")
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing (not a checkpoint directory?)")
+    try:
+        config = json.loads(path.read_text())
+        ModelConfig.from_dict(config["model"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not a valid checkpoint config ({_one_line(exc)})") from None
+    return config
+
+
+def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
+    """Load a checkpoint directory in eval mode. Raises CheckpointError."""
+    directory = Path(directory)
+    config = read_config(directory)
+    cfg = ModelConfig.from_dict(config["model"])
+    tok = config.get("tokenizer", {})
+    src_tok = _load_tokenizer(directory / tok.get("src", "spm.model"))
+    tgt_tok = src_tok if tok.get("joint", True) else _load_tokenizer(directory / tok.get("tgt", "spm.model"))
+    for side, t, size in (("source", src_tok, cfg.src_vocab_size), ("target", tgt_tok, cfg.tgt_vocab_size)):
+        if t.vocab_size != size:
+            raise CheckpointError(f"{directory / tok.get('src' if side == 'source' else 'tgt', 'spm.model')}: "
+                                  f"{side} tokenizer has {t.vocab_size} pieces, config.json says {size}")
+    model = Transformer(cfg)
+    weights = directory / WEIGHTS
+    if not weights.is_file():
+        raise CheckpointError(f"{weights}: missing")
+    try:
+        missing, unexpected = load_model(model, str(weights), strict=True)
+    except (SafetensorError, RuntimeError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{weights}: cannot be loaded ({_one_line(exc)})") from None
+    model.float().to(device).eval()
+    meta = {k: v for k, v in config.items() if k not in ("model", "tokenizer")}
+    return Checkpoint(model, src_tok, tgt_tok, directory, meta)
+
+
+def _load_tokenizer(path: Path) -> Tokenizer:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing tokenizer model")
+    try:
+        return Tokenizer.load(path)
+    except (RuntimeError, OSError) as exc:
+        raise CheckpointError(f"{path}: not a sentencepiece model ({_one_line(exc)})") from None
+
+
+def find_checkpoints(root: str | Path) -> list[Path]:
+    """Checkpoint directories directly under root (those with a config.json), sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / CONFIG).is_file())
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__

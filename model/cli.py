@@ -1,0 +1,56 @@
+"""Pieces shared by the command-line tools: decoding flags, checkpoint loading, errors."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from model.decoding import DecodeOptions
+
+DEFAULT_CHECKPOINT = "checkpoints/multi30k-en-de"
+
+
+def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
+                   help=f"checkpoint directory (default {DEFAULT_CHECKPOINT})")
+    p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+
+
+def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") -> None:
+    g = p.add_argument_group("decoding")
+    g.add_argument("--decode", default=default_method, choices=["greedy", "beam", "sample"],
+                   help=f"search method (default {default_method})")
+    g.add_argument("--beam-size", type=int, default=4, help="beam width, 1-16 (default 4)")
+    g.add_argument("--length-penalty", default="gnmt", choices=["gnmt", "average", "none"],
+                   help="beam score normalisation: gnmt = logp / ((5+n)/6)^alpha (default), "
+                        "average = logp / n, none = logp")
+    g.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent (default 0.6)")
+    g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
+    g.add_argument("--top-k", type=int, default=0, help="sampling: only the k likeliest tokens (0: all)")
+    g.add_argument("--top-p", type=float, default=1.0, help="sampling: nucleus probability mass (default 1.0)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+
+
+def decode_options(args: argparse.Namespace, record_steps: bool = False) -> DecodeOptions:
+    try:
+        return DecodeOptions(method=args.decode, beam_size=args.beam_size, length_penalty=args.length_penalty,
+                             alpha=args.alpha, temperature=args.temperature, top_k=args.top_k,
+                             top_p=args.top_p, seed=args.seed, record_steps=record_steps)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def load_or_exit(args: argparse.Namespace) -> Checkpoint:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        return load_checkpoint(args.checkpoint)
+    except CheckpointError as exc:
+        fail(str(exc))
+
+
+def fail(message: str) -> "NoReturn":  # noqa: F821
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)

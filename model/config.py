@@ -1,0 +1,85 @@
+"""Model configuration: one frozen dataclass, validated once.
+
+The defaults are the paper's base model (Table 3, row "base"): d_model 512, 8 heads,
+6 encoder + 6 decoder layers, d_ff 2048, dropout 0.1, post-norm residual blocks.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    src_vocab_size: int = 8000
+    tgt_vocab_size: int = 8000
+    d_model: int = 512
+    n_heads: int = 8
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    max_positions: int = 256
+    # Share source embedding, target embedding and the output projection
+    # (section 3.4 of the paper); needs one joint vocabulary.
+    tie_embeddings: bool = True
+    # False: the paper's post-norm, LayerNorm(x + Sublayer(x)).
+    # True: pre-norm, x + Sublayer(LayerNorm(x)), plus a final LayerNorm per stack.
+    norm_first: bool = False
+    pad_id: int = 0
+    unk_id: int = 1
+    bos_id: int = 2
+    eos_id: int = 3
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers",
+                     "n_decoder_layers", "d_ff", "max_positions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("tie_embeddings needs src_vocab_size == tgt_vocab_size (a joint vocabulary)")
+        specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
+        if len(specials) != 4:
+            raise ValueError("pad/unk/bos/eos ids must be distinct")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown config keys: {sorted(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> "ModelConfig":
+        return dataclasses.replace(self, **changes)
+
+
+# Named shapes. Vocabulary sizes and special ids are filled in from the tokenizer.
+PRESETS: dict[str, dict[str, Any]] = {
+    # seconds-long tests
+    "tiny": dict(d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0),
+    # CPU training in well under an hour (about 6 M parameters with an 8k vocabulary)
+    "small": dict(d_model=256, n_heads=8, n_encoder_layers=3, n_decoder_layers=3, d_ff=512, dropout=0.1),
+    # CPU training in about two hours
+    "medium": dict(d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024, dropout=0.15),
+    # the paper's base model
+    "base": dict(),
+}
+
+
+def preset(name: str, **overrides: Any) -> ModelConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}")
+    return ModelConfig(**{**PRESETS[name], **overrides})

@@ -1,0 +1,60 @@
+"""Score a checkpoint on a test split with sacrebleu (detokenized, cased), greedy and beam.
+
+  python -m model.evaluate --checkpoint checkpoints/multi30k-en-de \\
+      --data ../shared/data/multi30k --split test_2016_flickr --beam-size 4
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from tqdm import tqdm
+
+from model.cli import add_checkpoint_arg, fail, load_or_exit
+from model.data import DataError, read_parallel
+from model.decoding import DecodeOptions
+from model.metrics import corpus_scores
+from model.pipeline import translate
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_checkpoint_arg(p)
+    p.add_argument("--data", default="../shared/data/multi30k", help="Multi30K-style directory")
+    p.add_argument("--split", default="test_2016_flickr", help="split name (default test_2016_flickr)")
+    p.add_argument("--beam-size", type=int, default=4, help="beam width scored besides greedy (default 4)")
+    p.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty for beam (default 0.6)")
+    p.add_argument("--limit", type=int, help="only the first N sentences")
+    p.add_argument("--json", help="also write the scores to this JSON file")
+    args = p.parse_args(argv)
+    ckpt = load_or_exit(args)
+    src_lang, tgt_lang = ckpt.src_lang, ckpt.tgt_lang
+    try:
+        sources, refs = read_parallel(args.data, args.split, src_lang, tgt_lang)
+    except DataError as exc:
+        fail(str(exc))
+    sources, refs = sources[: args.limit], refs[: args.limit]
+    runs = {"greedy": DecodeOptions("greedy")}
+    if args.beam_size > 1:
+        runs[f"beam {args.beam_size}"] = DecodeOptions("beam", beam_size=args.beam_size, alpha=args.alpha)
+    table = {}
+    for name, opts in runs.items():
+        start = time.time()
+        with tqdm(total=len(sources), file=sys.stderr, desc=name, unit="sent") as bar:
+            hyps = translate(ckpt, sources, opts, batch_size=64, on_progress=bar.update)
+        scores = corpus_scores(hyps, refs)
+        table[name] = {"bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2),
+                       "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
+                       "seconds": round(time.time() - start, 1)}
+        print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"checkpoint": ckpt.name, "split": args.split, "results": table}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

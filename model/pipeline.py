@@ -1,0 +1,132 @@
+"""Text in, translations and traces out: the library API used by the CLIs and the app.
+
+    translate(ckpt, texts, opts)          -> list of output strings ("" for unusable input)
+    explain(ckpt, text, opts, reference)  -> Explanation: decoding result with per-step
+                                             records, plus the full trace of the output
+    explanation_json(explanation)         -> the documented JSON (docs/trace-format.md)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from model.checkpoint import Checkpoint
+from model.data import Example, collate
+from model.decoding import DecodeOptions, DecodeResult, ForcedResult, decode, forced_decode
+from model.trace import Trace
+
+
+class InputError(ValueError):
+    """Text the model cannot take (empty, too long); the message is for the user."""
+
+
+def max_source_tokens(ckpt: Checkpoint) -> int:
+    return ckpt.config.max_positions - 1   # one position for EOS
+
+
+def source_ids(ckpt: Checkpoint, text: str) -> list[int]:
+    """Subword ids of text plus EOS. Raises InputError for empty or over-long text."""
+    if not text or not text.strip():
+        raise InputError("the text is empty: type a sentence to translate")
+    ids = ckpt.src_tokenizer.encode(text.strip())
+    if not ids:
+        raise InputError("the text has nothing the tokenizer can read")
+    limit = max_source_tokens(ckpt)
+    if len(ids) > limit:
+        raise InputError(f"the text is {len(ids)} subword tokens long; the limit is {limit}")
+    return ids + [ckpt.config.eos_id]
+
+
+def translate(ckpt: Checkpoint, texts: list[str], opts: DecodeOptions = DecodeOptions(), batch_size: int = 32,
+              on_error: Callable[[int, str], None] | None = None,
+              on_progress: Callable[[int], None] | None = None) -> list[str]:
+    """Translate texts, one output per input, in order. An unusable input gives "" and a
+    call on_error(index, message); on_progress(n) after each batch of n sentences."""
+    cfg = ckpt.config
+    ids: dict[int, list[int]] = {}
+    for i, text in enumerate(texts):
+        try:
+            ids[i] = source_ids(ckpt, text)
+        except InputError as exc:
+            if on_error:
+                on_error(i, str(exc))
+    outputs = [""] * len(texts)
+    order = sorted(ids, key=lambda i: len(ids[i]))           # similar lengths share a batch
+    device = next(ckpt.model.parameters()).device
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        src = collate([Example(ids[i], [cfg.bos_id]) for i in chunk], cfg.pad_id)[0].to(device)
+        for i, result in zip(chunk, decode(ckpt.model, src, opts)):
+            outputs[i] = ckpt.tgt_tokenizer.decode(result.tokens)
+        if on_progress:
+            on_progress(len(chunk))
+    if on_progress and len(ids) < len(texts):
+        on_progress(len(texts) - len(ids))
+    return outputs
+
+
+@dataclass
+class Explanation:
+    text: str
+    output: str
+    source_ids: list[int]          # with EOS
+    target_ids: list[int]          # decoder input: start symbol, then the output (or the reference)
+    result: DecodeResult           # hypotheses and per-step records
+    trace: Trace                   # teacher-forced pass over target_ids, tokens filled in
+    forced: ForcedResult | None    # with a reference: its tokens' probabilities and ranks
+
+
+def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
+            reference: str | None = None, record_scores: bool = True, record_qkv: bool = False) -> Explanation:
+    """Decode one sentence with per-step records, then trace one teacher-forced pass over
+    the output (or over the reference, when given)."""
+    model, cfg = ckpt.model, ckpt.config
+    ids = source_ids(ckpt, text)
+    device = next(model.parameters()).device
+    src = torch.tensor([ids], device=device)
+    result = decode(model, src, opts)[0]
+    forced_ids = result.tokens
+    if reference is not None:
+        forced_ids = ckpt.tgt_tokenizer.encode(reference.strip())[: cfg.max_positions - 1]
+    trace = Trace(record_scores=record_scores, record_qkv=record_qkv)
+    forced = forced_decode(model, src, forced_ids, trace)
+    target_ids = [cfg.bos_id] + forced_ids
+    trace.source_tokens = [ckpt.src_tokenizer.pieces(ids)]
+    trace.target_tokens = [ckpt.tgt_tokenizer.pieces(target_ids)]
+    return Explanation(text, ckpt.tgt_tokenizer.decode(result.tokens), ids, target_ids, result, trace,
+                       forced if reference is not None else None)
+
+
+def explanation_json(ex: Explanation, ckpt: Checkpoint, opts: DecodeOptions) -> dict[str, Any]:
+    """The trace format of docs/trace-format.md."""
+    pieces = ckpt.tgt_tokenizer.pieces
+    out = ex.trace.to_dict(0)
+    out["checkpoint"] = ckpt.name
+    out["input"] = {"text": ex.text}
+    out["output"] = {"text": ex.output, "tokens": pieces(ex.result.tokens),
+                     "hypotheses": [{"text": ckpt.tgt_tokenizer.decode(h.tokens), "tokens": pieces(h.tokens),
+                                     "log_prob": h.log_prob, "score": h.score, "finished": h.finished}
+                                    for h in ex.result.hypotheses]}
+    out["target"]["source_of_tokens"] = "reference" if ex.forced else "output"
+    if ex.forced:
+        out["reference"] = {"tokens": pieces(ex.forced.tokens), "probs": ex.forced.probs, "ranks": ex.forced.ranks}
+    out["decoding"] = {"options": opts.__dict__, "steps": [_step_json(s, pieces) for s in ex.result.steps]}
+    return out
+
+
+def _step_json(step, pieces) -> dict[str, Any]:
+    r6 = lambda x: round(float(x), 6)  # noqa: E731
+    return {
+        "step": step.step,
+        "hypotheses": [{"index": h.index, "parent": h.parent, "tokens": pieces(h.tokens),
+                        "log_prob": r6(h.log_prob), "score": r6(h.score),
+                        "top_k": [{"token": pieces([t])[0], "id": t, "prob": r6(p)} for t, p in h.top_k],
+                        "self_attn": None if h.self_attn is None else torch.round(h.self_attn, decimals=6).tolist(),
+                        "cross_attn": None if h.cross_attn is None else torch.round(h.cross_attn, decimals=6).tolist()}
+                       for h in step.hypotheses],
+        "candidates": [{"parent": c.parent, "token": pieces([c.token])[0], "id": c.token,
+                        "log_prob": r6(c.log_prob), "cum_log_prob": r6(c.cum_log_prob), "score": r6(c.score),
+                        "status": c.status} for c in step.candidates],
+    }

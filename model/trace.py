@@ -1,0 +1,157 @@
+"""The record of one run: every attention matrix, the masks, the positional encodings.
+
+A `Trace` is created by the caller and passed to `Transformer.encode / decode /
+forward`; the model writes into it and keeps nothing. One model object can
+therefore serve many threads, each with its own trace.
+
+Recorded names (B batch, H heads, S source length, T target length, D d_model,
+d = d_model / H):
+
+    source.embedding        (B, S, D)  token embedding * sqrt(d_model)
+    source.positional       (S, D)     sinusoidal PE added to it
+    source.input            (B, S, D)  their sum, what encoder layer 0 receives
+    target.embedding / target.positional / target.input   likewise, length T
+    encoder.{i}.self_attn   (B, H, S, S)  softmax weights, before dropout
+    decoder.{i}.self_attn   (B, H, T, T)  masked (causal) self-attention
+    decoder.{i}.cross_attn  (B, H, T, S)  queries: target, keys: source
+    <attn>.scores           same shape: q.k / sqrt(d), blocked entries -inf
+                            (only with record_scores=True)
+    <attn>.q / .k / .v      (B, H, Tq|Tk, d) per-head projections
+                            (only with record_qkv=True)
+    masks.encoder_self      (B, S, S)  bool, True = may attend (see model/masks.py)
+    masks.decoder_self      (B, T, T)
+    masks.cross             (B, T, S)
+
+Rows are queries, columns are keys, everywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+ATTENTION_KINDS = {
+    # kind: (stack prefix, module name, mask name)
+    "encoder_self": ("encoder", "self_attn", "masks.encoder_self"),
+    "decoder_self": ("decoder", "self_attn", "masks.decoder_self"),
+    "cross": ("decoder", "cross_attn", "masks.cross"),
+}
+
+
+@dataclass
+class Trace:
+    record_scores: bool = False
+    record_qkv: bool = False
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    # Token strings aligned with the matrix axes, one list per batch entry (set by callers
+    # that own a tokenizer; the model only sees ids).
+    source_tokens: list[list[str]] | None = None
+    target_tokens: list[list[str]] | None = None
+
+    def record(self, name: str, tensor: Tensor) -> None:
+        self.tensors[name] = tensor.detach()
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tensors
+
+    def names(self) -> list[str]:
+        return list(self.tensors)
+
+    def num_layers(self, stack: str) -> int:
+        return sum(1 for n in self.tensors if n.startswith(f"{stack}.") and n.endswith(".self_attn"))
+
+    def attention(self, kind: str, what: str = "") -> Tensor:
+        """Stack one attention kind over layers: (L, B, H, Tq, Tk).
+
+        kind: "encoder_self", "decoder_self" or "cross"; what: "" (weights),
+        "scores", "q", "k" or "v".
+        """
+        stack, module, _ = ATTENTION_KINDS[kind]
+        suffix = f".{what}" if what else ""
+        n = self.num_layers(stack)
+        if n == 0:
+            raise KeyError(f"the trace holds no {stack} attention")
+        return torch.stack([self.tensors[f"{stack}.{i}.{module}{suffix}"] for i in range(n)])
+
+    def mask(self, kind: str) -> Tensor:
+        """(B, Tq, Tk) bool, True = may attend."""
+        return self.tensors[ATTENTION_KINDS[kind][2]]
+
+    # ---- lengths and export -------------------------------------------------------
+    def source_length(self, index: int = 0) -> int:
+        return int(self.tensors["masks.encoder_self"][index, 0].sum())
+
+    def target_length(self, index: int = 0) -> int:
+        return int(self.tensors["masks.decoder_self"][index, -1].sum())
+
+    def has_decoder(self) -> bool:
+        return "masks.decoder_self" in self.tensors
+
+    def to_dict(self, index: int = 0) -> dict[str, Any]:
+        """One batch entry as plain lists, padding cut off. Format: docs/trace-format.md."""
+        s = self.source_length(index)
+        out: dict[str, Any] = {
+            "format": "transformer-trace/1",
+            "source": {"tokens": _tokens(self.source_tokens, index, s)},
+            "attention": {"encoder_self": _rows(self.attention("encoder_self")[:, index, :, :s, :s])},
+            "positional_encoding": {"source": _rows(self.tensors["source.positional"][:s])},
+            "masks": {"encoder_self": _rows(self.mask("encoder_self")[index, :s, :s].int())},
+        }
+        if self.record_scores:
+            out["scores"] = {"encoder_self": _rows(self.attention("encoder_self", "scores")[:, index, :, :s, :s])}
+        if self.has_decoder():
+            t = self.target_length(index)
+            out["target"] = {"tokens": _tokens(self.target_tokens, index, t)}
+            out["attention"]["decoder_self"] = _rows(self.attention("decoder_self")[:, index, :, :t, :t])
+            out["attention"]["cross"] = _rows(self.attention("cross")[:, index, :, :t, :s])
+            out["positional_encoding"]["target"] = _rows(self.tensors["target.positional"][:t])
+            out["masks"]["decoder_self"] = _rows(self.mask("decoder_self")[index, :t, :t].int())
+            out["masks"]["cross"] = _rows(self.mask("cross")[index, :t, :s].int())
+            if self.record_scores:
+                out["scores"]["decoder_self"] = _rows(self.attention("decoder_self", "scores")[:, index, :, :t, :t])
+                out["scores"]["cross"] = _rows(self.attention("cross", "scores")[:, index, :, :t, :s])
+        return out
+
+    def to_bertviz(self, index: int = 0) -> dict[str, Any]:
+        """Keyword arguments for bertviz's `head_view` / `model_view` (encoder-decoder form):
+        per-layer tensors of shape (1, H, Tq, Tk), padding cut off."""
+        s = self.source_length(index)
+        result: dict[str, Any] = {
+            "encoder_attention": [a[index:index + 1, :, :s, :s] for a in self.attention("encoder_self")],
+            "encoder_tokens": _tokens(self.source_tokens, index, s),
+        }
+        if self.has_decoder():
+            t = self.target_length(index)
+            result["decoder_attention"] = [a[index:index + 1, :, :t, :t] for a in self.attention("decoder_self")]
+            result["cross_attention"] = [a[index:index + 1, :, :t, :s] for a in self.attention("cross")]
+            result["decoder_tokens"] = _tokens(self.target_tokens, index, t)
+        return result
+
+
+def _tokens(tokens: list[list[str]] | None, index: int, length: int) -> list[str]:
+    if tokens is None:
+        return [str(i) for i in range(length)]
+    return list(tokens[index][:length])
+
+
+def _rows(t: Tensor) -> list:
+    """Tensor -> nested lists of Python floats/ints (-inf kept as None for JSON)."""
+    if t.is_floating_point():
+        t = t.float()
+        if torch.isinf(t).any():
+            return [_rows(x) for x in t] if t.dim() > 1 else [None if torch.isinf(v) else round(float(v), 6) for v in t]
+        return torch.round(t, decimals=6).tolist()
+    return t.tolist()
+
+
+if __name__ == "__main__":  # `python -m model.trace`: the trace CLI (model/tracecli.py)
+    import sys
+
+    from model.tracecli import main
+
+    sys.exit(main())

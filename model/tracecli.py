@@ -1,0 +1,54 @@
+"""Write the whole trace of one translation as JSON (format: docs/trace-format.md).
+
+  python -m model.trace --text "A dog runs on the beach." --out trace.json
+  python -m model.trace --text "Ein Hund." --checkpoint checkpoints/multi30k-de-en \\
+      --reference "A dog." --decode beam --beam-size 4 --out trace.json
+
+The JSON holds the source and target tokens, every layer's and head's attention
+(encoder self, decoder self, cross), the positional encodings, the masks, and the
+per-step decoding records (hypotheses, scores, parents, top-k). With --reference the
+attention is that of the reference (teacher forcing), with each reference token's
+probability and rank. Exit code 2 and one line on stderr for unusable input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
+from model.pipeline import InputError, explain, explanation_json
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m model.trace", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_checkpoint_arg(p)
+    p.add_argument("--text", required=True, help="the sentence to translate")
+    p.add_argument("--reference", help="a reference translation to force through the decoder")
+    p.add_argument("--out", required=True, help="JSON file to write ('-' for standard output)")
+    p.add_argument("--top-k-record", type=int, default=5, help="next-token candidates recorded per step")
+    add_decode_args(p, default_method="greedy")
+    args = p.parse_args(argv)
+    opts = decode_options(args, record_steps=True)
+    opts = type(opts)(**{**opts.__dict__, "record_top_k": max(1, args.top_k_record)})
+    ckpt = load_or_exit(args)
+    try:
+        ex = explain(ckpt, args.text, opts, reference=args.reference)
+    except InputError as exc:
+        fail(str(exc))
+    text = json.dumps(explanation_json(ex, ckpt, opts), ensure_ascii=False)
+    if args.out == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        try:
+            with open(args.out, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            fail(f"{args.out}: cannot be written ({exc})")
+        print(f"wrote {args.out}: {ex.output!r}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Translate sentences with a trained checkpoint: one line in, one line out.
+
+  echo "A man rides a bike." | python -m model.translate
+  python -m model.translate --checkpoint checkpoints/multi30k-de-en --input de.txt > en.txt
+
+N lines in give N lines out, always: an empty or unusable line gives an empty output
+line and a warning on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm import tqdm
+
+from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
+from model.pipeline import translate
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m model.translate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_checkpoint_arg(p)
+    p.add_argument("--input", help="file with one sentence per line (default: standard input)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together (default 32)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_decode_args(p)
+    args = p.parse_args(argv)
+    if args.batch_size < 1:
+        fail("--batch-size must be at least 1")
+    opts = decode_options(args)
+    ckpt = load_or_exit(args)
+    try:
+        lines = (open(args.input, encoding="utf-8") if args.input else sys.stdin).read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{args.input}: cannot be read ({exc})")
+
+    def warn(i: int, message: str) -> None:
+        tqdm.write(f"warning: line {i + 1}: {message}; writing an empty line", file=sys.stderr)
+
+    show = not args.no_progress and len(lines) >= 50
+    with tqdm(total=len(lines), disable=not show, file=sys.stderr, unit="sent", desc="translating") as bar:
+        outputs = translate(ckpt, lines, opts, args.batch_size, on_error=warn, on_progress=bar.update)
+    sys.stdout.write("".join(o + "\n" for o in outputs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,514 @@
+"""Train the Transformer on a parallel corpus (Multi30K by default) and write checkpoints.
+
+Examples:
+  python train.py --data ../shared/data/multi30k --src en --tgt de --preset small \\
+      --out checkpoints/multi30k-en-de --time-budget 110
+  torchrun --nproc_per_node=2 train.py --data DIR --src de --tgt en --out checkpoints/x
+  python train.py --resume checkpoints/multi30k-en-de      # continue an interrupted run
+
+Layout: OUT/ is the finished model (committed, loaded by the app); OUT.work/ holds
+what only training needs (last checkpoint with optimizer state, per-epoch weights
+for averaging); it is git-ignored.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+from tqdm import tqdm
+
+from model.checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
+from model.config import PRESETS, ModelConfig, preset
+from model.data import DataError, Example, collate, make_examples, read_parallel, token_batches
+from model.decoding import greedy_batch, max_output_length
+from model.metrics import corpus_scores
+from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from model.trace import Trace
+from model.transformer import Transformer
+
+SNAPSHOT_SENTENCES = 3
+
+
+# ---- arguments -----------------------------------------------------------------------
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("data")
+    g.add_argument("--data", help="directory with {train,val}.{lang}[.gz] (e.g. ../shared/data/multi30k)")
+    g.add_argument("--src", default="en", help="source language suffix (default en)")
+    g.add_argument("--tgt", default="de", help="target language suffix (default de)")
+    g.add_argument("--vocab-size", type=int, default=8000, help="sentencepiece pieces (default 8000)")
+    g.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language (no tying)")
+    g.add_argument("--tokenizer-from", help="reuse the tokenizer of this checkpoint directory")
+    g.add_argument("--max-len", type=int, default=128, help="truncate training sentences to this many tokens")
+    g = p.add_argument_group("model")
+    g.add_argument("--preset", default="small", choices=sorted(PRESETS), help="model shape (default small)")
+    for name in ("d-model", "n-heads", "n-encoder-layers", "n-decoder-layers", "d-ff"):
+        g.add_argument(f"--{name}", type=int, help="override the preset")
+    g.add_argument("--dropout", type=float, help="override the preset")
+    g.add_argument("--norm-first", action="store_true", help="pre-norm instead of the paper's post-norm")
+    g = p.add_argument_group("optimisation")
+    g.add_argument("--batch-tokens", type=int, default=2600, help="tokens per batch, padding included (default 2600)")
+    g.add_argument("--accum", type=int, default=1, help="gradient accumulation steps (default 1)")
+    g.add_argument("--lr", type=float, default=1e-3, help="peak learning rate after warm-up (default 1e-3)")
+    g.add_argument("--warmup", type=int, default=600, help="warm-up steps, then inverse square root decay")
+    g.add_argument("--label-smoothing", type=float, default=0.1)
+    g.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping (0: off)")
+    g.add_argument("--epochs", type=int, default=20)
+    g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    g.add_argument("--time-budget", type=float, help="minutes; stop (and save) when spent")
+    g.add_argument("--average-last", type=int, default=3, help="average the last N epochs' weights (default 3)")
+    g.add_argument("--seed", type=int, default=1)
+    g = p.add_argument_group("run")
+    g.add_argument("--out", help="checkpoint directory to write (e.g. checkpoints/multi30k-en-de)")
+    g.add_argument("--resume", help="continue the run whose --out was this directory")
+    g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    g.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="autocast precision")
+    g.add_argument("--threads", type=int, help="torch CPU threads")
+    g.add_argument("--eval-sentences", type=int, default=0, help="val sentences for BLEU each epoch (0: all)")
+    g.add_argument("--half", action="store_true", help="store the final weights in float16")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.resume:
+        args = _resumed_args(args, argv)
+    elif not args.data or not args.out:
+        p.error("--data and --out are required (or --resume DIR)")
+    return args
+
+
+def _resumed_args(args: argparse.Namespace, argv: list[str] | None) -> argparse.Namespace:
+    """Arguments of the interrupted run, with the stopping limits of this command line."""
+    state_path = work_dir(args.resume) / "last" / "args.json"
+    if not state_path.is_file():
+        sys.exit(f"error: {state_path}: missing; nothing to resume")
+    saved = json.loads(state_path.read_text())
+    given = set(a.split("=")[0].lstrip("-").replace("-", "_") for a in (argv or sys.argv[1:]) if a.startswith("--"))
+    for key in ("epochs", "max_steps", "time_budget", "device", "threads", "no_progress", "eval_sentences"):
+        if key in given:
+            saved[key] = getattr(args, key)
+    saved["resume"] = args.resume
+    return argparse.Namespace(**saved)
+
+
+def work_dir(out: str | Path) -> Path:
+    out = Path(out)
+    return out.with_name(out.name + ".work")
+
+
+# ---- distributed / device --------------------------------------------------------------
+@dataclass
+class Runtime:
+    device: torch.device
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def setup_runtime(args: argparse.Namespace) -> Runtime:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()):
+        device = torch.device("cuda")
+    else:
+        device = torch.device("cpu")
+    if "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1:
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend)
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(device)
+        return Runtime(device, rank, world)
+    return Runtime(device)
+
+
+def autocast(args: argparse.Namespace, device: torch.device) -> contextlib.AbstractContextManager:
+    if args.amp == "off":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if args.amp == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+# ---- data ----------------------------------------------------------------------------
+@dataclass
+class Corpus:
+    train: list[Example]
+    val_src: list[str]
+    val_tgt: list[str]
+    val: list[Example]
+
+
+def build_tokenizers(args: argparse.Namespace, train_src: list[str], train_tgt: list[str]) -> tuple[Tokenizer, Tokenizer]:
+    if args.tokenizer_from:
+        ckpt = load_checkpoint(args.tokenizer_from)
+        return ckpt.src_tokenizer, ckpt.tgt_tokenizer
+    if args.separate_vocab:
+        return Tokenizer.train(train_src, args.vocab_size), Tokenizer.train(train_tgt, args.vocab_size)
+    joint = Tokenizer.train(train_src + train_tgt, args.vocab_size)
+    return joint, joint
+
+
+def load_corpus(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer,
+                train_src: list[str], train_tgt: list[str]) -> Corpus:
+    val_src, val_tgt = read_parallel(args.data, "val", args.src, args.tgt)
+    encode = lambda tok, lines: [tok.encode(line) for line in lines]  # noqa: E731
+    train = make_examples(encode(src_tok, train_src), encode(tgt_tok, train_tgt), BOS_ID, EOS_ID, args.max_len)
+    val = make_examples(encode(src_tok, val_src), encode(tgt_tok, val_tgt), BOS_ID, EOS_ID, args.max_len)
+    return Corpus(train, val_src, val_tgt, val)
+
+
+def model_config(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer) -> ModelConfig:
+    overrides: dict[str, Any] = {k: getattr(args, k) for k in ("d_model", "n_heads", "n_encoder_layers",
+                                                               "n_decoder_layers", "d_ff", "dropout")
+                                 if getattr(args, k) is not None}
+    return preset(args.preset, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size,
+                  tie_embeddings=src_tok.proto == tgt_tok.proto, norm_first=args.norm_first,
+                  max_positions=max(256, args.max_len + 2),
+                  pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, **overrides)
+
+
+# ---- schedule and loss ----------------------------------------------------------------
+def learning_rate(step: int, peak: float, warmup: int) -> float:
+    """The paper's schedule, scaled to reach `peak` at the end of warm-up:
+    linear warm-up, then decay with the inverse square root of the step."""
+    step = max(step, 1)
+    return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+def loss_and_tokens(model: torch.nn.Module, src: Tensor, tgt: Tensor, smoothing: float) -> tuple[Tensor, int]:
+    """Mean label-smoothed cross entropy over the non-pad target tokens."""
+    logits = model(src, tgt[:, :-1])                                   # (B, T-1, V)
+    gold = tgt[:, 1:]                                                  # (B, T-1)
+    loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), gold.reshape(-1),
+                           ignore_index=PAD_ID, label_smoothing=smoothing)
+    return loss, int((gold != PAD_ID).sum())
+
+
+# ---- evaluation ------------------------------------------------------------------------
+@torch.no_grad()
+def validation_loss(model: Transformer, examples: list[Example], device: torch.device) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for batch in token_batches(examples, 4000, seed=0):
+        src, tgt = (t.to(device) for t in collate([examples[i] for i in batch], PAD_ID))
+        loss, n = loss_and_tokens(model, src, tgt, 0.0)
+        total, count = total + float(loss) * n, count + n
+    return total / max(count, 1)
+
+
+def translate_greedy(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, texts: list[str],
+                     device: torch.device, batch_size: int = 64) -> list[str]:
+    """Greedy translations in input order (batched by length for speed)."""
+    model.eval()
+    ids = [src_tok.encode(t)[: model.cfg.max_positions - 1] + [EOS_ID] for t in texts]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out: list[str] = [""] * len(ids)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        src = collate([Example(ids[i], [BOS_ID]) for i in chunk], PAD_ID)[0].to(device)
+        max_len = max_output_length(src.size(1), model.cfg.max_positions)
+        for i, toks in zip(chunk, greedy_batch(model, src, max_len)):
+            out[i] = tgt_tok.decode(toks)
+    return out
+
+
+@torch.inference_mode()
+def attention_snapshot(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, texts: list[str],
+                       device: torch.device) -> list[dict[str, Any]]:
+    """For a few fixed sentences: the greedy output and its encoder and cross attention."""
+    model.eval()
+    shots = []
+    for text, hyp in zip(texts, translate_greedy(model, src_tok, tgt_tok, texts, device)):
+        src = torch.tensor([src_tok.encode(text) + [EOS_ID]], device=device)
+        tgt = torch.tensor([[BOS_ID] + tgt_tok.encode(hyp)], device=device)
+        trace = Trace()
+        model(src, tgt, trace)
+        round3 = lambda t: torch.round(t[:, 0].float(), decimals=3).tolist()  # noqa: E731
+        shots.append({"source": text, "output": hyp,
+                      "source_tokens": src_tok.pieces(src[0].tolist()),
+                      "target_tokens": tgt_tok.pieces(tgt[0].tolist()),
+                      "encoder_self": round3(trace.attention("encoder_self")),
+                      "cross": round3(trace.attention("cross"))})
+    return shots
+
+
+# ---- state -------------------------------------------------------------------------------
+@dataclass
+class Progress:
+    step: int = 0
+    epoch: int = 0           # epochs completed
+    batch_in_epoch: int = 0  # batches of the current epoch already consumed
+    best_bleu: float = -1.0
+    elapsed: float = 0.0     # training seconds over all sessions
+
+
+def save_last(work: Path, model: Transformer, optimizer: torch.optim.Optimizer, progress: Progress,
+              args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer, log: list[dict]) -> None:
+    """The resumable state, written atomically (checkpoint dir + optimizer + RNG)."""
+    target = work / "last"
+    save_checkpoint(target, model, src_tok, tgt_tok, meta=_meta(args), extra_files={
+        "args.json": json.dumps(vars(args), indent=2),
+        "progress.json": json.dumps(progress.__dict__),
+        "training_log.jsonl": "".join(json.dumps(r) + "\n" for r in log)})
+    state = {"optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+             "python_rng": random.getstate()}
+    tmp = target / "training_state.pt.tmp"
+    torch.save(state, tmp)
+    tmp.rename(target / "training_state.pt")
+
+
+def load_last(work: Path, optimizer: torch.optim.Optimizer) -> tuple[Progress, list[dict]]:
+    last = work / "last"
+    state = torch.load(last / "training_state.pt", weights_only=True)  # our own file, never a checkpoint's
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    random.setstate(_to_tuple(state["python_rng"]))
+    progress = Progress(**json.loads((last / "progress.json").read_text()))
+    log_text = (last / "training_log.jsonl").read_text()
+    return progress, [json.loads(line) for line in log_text.splitlines() if line]
+
+
+def _to_tuple(x: Any) -> Any:
+    return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+def _meta(args: argparse.Namespace) -> dict[str, Any]:
+    return {"src_lang": args.src, "tgt_lang": args.tgt, "preset": args.preset}
+
+
+# ---- the loop ---------------------------------------------------------------------------
+class Trainer:
+    def __init__(self, args: argparse.Namespace, rt: Runtime) -> None:
+        self.args, self.rt = args, rt
+        self.work = work_dir(args.out)
+        random.seed(args.seed)
+        torch.manual_seed(args.seed)
+        train_src, train_tgt = read_parallel(args.data, "train", args.src, args.tgt)
+        if args.resume:
+            last = load_checkpoint(self.work / "last")
+            self.src_tok, self.tgt_tok, self.model = last.src_tokenizer, last.tgt_tokenizer, last.model
+        else:
+            self.src_tok, self.tgt_tok = build_tokenizers(args, train_src, train_tgt)
+            self.model = Transformer(model_config(args, self.src_tok, self.tgt_tok))
+        self.model.to(rt.device)
+        self.corpus = load_corpus(args, self.src_tok, self.tgt_tok, train_src, train_tgt)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
+        self.progress, self.log = Progress(), []
+        if args.resume:
+            self.progress, self.log = load_last(self.work, self.optimizer)
+        self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if rt.world > 1 else self.model)
+        self.scaler = torch.amp.GradScaler("cuda") if args.amp == "fp16" and rt.device.type == "cuda" else None
+        self.snapshot_texts = self.corpus.val_src[:SNAPSHOT_SENTENCES]
+
+    # ---- batches of this rank for one epoch
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        batches = token_batches(self.corpus.train, self.args.batch_tokens, seed=self.args.seed * 1000 + epoch)
+        usable = len(batches) - len(batches) % (self.rt.world * self.args.accum)
+        return batches[self.rt.rank:usable:self.rt.world]
+
+    def out_of_time(self, start: float) -> bool:
+        budget = self.args.time_budget
+        return budget is not None and self.progress.elapsed + time.time() - start > budget * 60
+
+    def run(self) -> None:
+        a, rt = self.args, self.rt
+        if rt.main:
+            n = self.model.num_parameters()
+            print(f"model: {n / 1e6:.2f} M parameters, {self.model.cfg}", file=sys.stderr)
+            print(f"data: {len(self.corpus.train)} training pairs, {len(self.corpus.val)} val", file=sys.stderr)
+        start = time.time()
+        stop = False
+        while self.progress.epoch < a.epochs and not stop:
+            stop = self.train_epoch(start)
+            if self.progress.batch_in_epoch == 0:          # a whole epoch done
+                self.end_of_epoch(start)
+            elif rt.main:
+                self.save_state(start)
+        if rt.main:
+            self.finish()
+
+    def train_epoch(self, start: float) -> bool:
+        """Train on the rest of the current epoch. Returns True when a limit stopped it."""
+        a, p = self.args, self.progress
+        batches = self.epoch_batches(p.epoch)
+        bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch + 1}/{a.epochs}",
+                   disable=a.no_progress or not self.rt.main, file=sys.stderr, dynamic_ncols=True)
+        tokens_seen, t0 = 0, time.time()
+        while p.batch_in_epoch < len(batches):
+            group = batches[p.batch_in_epoch:p.batch_in_epoch + a.accum]
+            loss, ntok = self.train_step(group)
+            p.batch_in_epoch += len(group)
+            tokens_seen += ntok
+            rate = tokens_seen / max(time.time() - t0, 1e-6)
+            bar.update(len(group))
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", lr=f"{self._lr():.2e}")
+            self.last_loss, self.last_rate = loss, rate
+            if (a.max_steps and p.step >= a.max_steps) or self.out_of_time(start):
+                bar.close()
+                if p.batch_in_epoch >= len(batches):
+                    p.batch_in_epoch = 0
+                return True
+        bar.close()
+        p.batch_in_epoch = 0
+        return False
+
+    def _lr(self) -> float:
+        return learning_rate(self.progress.step, self.args.lr, self.args.warmup)
+
+    def train_step(self, group: list[list[int]]) -> tuple[float, int]:
+        a = self.args
+        self.ddp.train()
+        self.progress.step += 1
+        for g in self.optimizer.param_groups:
+            g["lr"] = self._lr()
+        total_tokens = sum(sum(len(self.corpus.train[i].tgt) - 1 for i in b) for b in group)
+        loss_sum = 0.0
+        for j, batch in enumerate(group):
+            src, tgt = (t.to(self.rt.device) for t in collate([self.corpus.train[i] for i in batch], PAD_ID))
+            sync = contextlib.nullcontext() if j == len(group) - 1 or self.rt.world == 1 else self.ddp.no_sync()
+            with sync, autocast(a, self.rt.device):
+                loss, ntok = loss_and_tokens(self.ddp, src, tgt, a.label_smoothing)
+            scaled = loss * (ntok / total_tokens)
+            (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+            loss_sum += float(loss.detach()) * ntok
+        if not math.isfinite(loss_sum):
+            self.abort_nan()
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        if a.clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss_sum / total_tokens, total_tokens * self.rt.world
+
+    def abort_nan(self) -> None:
+        print(f"\nerror: the training loss became NaN/inf at step {self.progress.step}; stopping. "
+              f"The last good checkpoint is in {self.work / 'last'} (try a lower --lr or longer --warmup).",
+              file=sys.stderr)
+        sys.exit(3)
+
+    def save_state(self, start: float) -> None:
+        self.progress.elapsed += time.time() - start
+        save_last(self.work, self.model, self.optimizer, self.progress, self.args, self.src_tok,
+                  self.tgt_tok, self.log)
+        self.progress.elapsed -= time.time() - start   # keep counting from `start` in this session
+
+    def end_of_epoch(self, start: float) -> None:
+        p = self.progress
+        p.epoch += 1
+        if not self.rt.main:
+            return
+        val_loss = validation_loss(self.model, self.corpus.val, self.rt.device)
+        n = self.args.eval_sentences or len(self.corpus.val_src)
+        hyps = translate_greedy(self.model, self.src_tok, self.tgt_tok, self.corpus.val_src[:n], self.rt.device)
+        scores = corpus_scores(hyps, self.corpus.val_tgt[:n])
+        record = {"step": p.step, "epoch": p.epoch, "train_loss": round(self.last_loss, 4),
+                  "val_loss": round(val_loss, 4), "val_bleu": round(scores.bleu, 2),
+                  "val_chrf": round(scores.chrf, 2), "tokens_per_s": round(self.last_rate),
+                  "lr": self._lr(), "wall_time_s": round(p.elapsed + time.time() - start, 1)}
+        self.log.append(record)
+        print(json.dumps(record), file=sys.stderr)
+        self.work.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().clone() for k, v in self.model.state_dict().items()
+                   if not _is_tied_alias(self.model, k)}, str(self.work / f"epoch-{p.epoch}.safetensors"))
+        stale = self.work / f"epoch-{p.epoch - max(self.args.average_last, 1)}.safetensors"
+        stale.unlink(missing_ok=True)
+        snaps_path = self.work / "attention_snapshots.json"
+        snaps = json.loads(snaps_path.read_text()) if snaps_path.exists() else []
+        snaps.append({"epoch": p.epoch, "sentences": attention_snapshot(
+            self.model, self.src_tok, self.tgt_tok, self.snapshot_texts, self.rt.device)})
+        snaps_path.write_text(json.dumps(snaps))
+        if scores.bleu > p.best_bleu:
+            p.best_bleu = scores.bleu
+            save_checkpoint(self.work / "best", self.model, self.src_tok, self.tgt_tok, meta=_meta(self.args))
+        self.save_state(start)
+
+    def finish(self) -> None:
+        """Average the last epochs, keep whichever of (average, best) scores higher on val,
+        write it to OUT with the log, snapshots and a model card."""
+        if not self.log:
+            print(f"stopped before the first epoch ended; resume with: python train.py --resume {self.args.out}",
+                  file=sys.stderr)
+            return
+        candidates = {"best epoch": load_checkpoint(self.work / "best").model}
+        averaged = average_epochs(self.model.cfg, self.work, self.progress.epoch, self.args.average_last)
+        if averaged is not None:
+            candidates[f"average of last {self.args.average_last} epochs"] = averaged
+        results = {}
+        for name, m in candidates.items():
+            m.to(self.rt.device)
+            hyps = translate_greedy(m, self.src_tok, self.tgt_tok, self.corpus.val_src, self.rt.device)
+            results[name] = corpus_scores(hyps, self.corpus.val_tgt)
+            print(f"val {name}: {results[name]}", file=sys.stderr)
+        chosen = max(results, key=lambda k: results[k].bleu)
+        snaps = self.work / "attention_snapshots.json"
+        extra = {"training_log.jsonl": "".join(json.dumps(r) + "\n" for r in self.log),
+                 "attention_snapshots.json": snaps.read_text() if snaps.exists() else "[]"}
+        meta = {**_meta(self.args), "selected": chosen, "val_bleu": round(results[chosen].bleu, 2),
+                "val_chrf": round(results[chosen].chrf, 2), "bleu_signature": results[chosen].bleu_signature,
+                "training_time_min": round(self.log[-1]["wall_time_s"] / 60, 1), "epochs": self.progress.epoch,
+                "steps": self.progress.step, "parameters": self.model.num_parameters(),
+                "hardware": hardware(self.rt), "train_args": {k: v for k, v in vars(self.args).items()
+                                                           if k not in ("resume",)}}
+        save_checkpoint(self.args.out, candidates[chosen], self.src_tok, self.tgt_tok, meta=meta,
+                        half=self.args.half, extra_files=extra)
+        print(f"wrote {self.args.out} ({chosen}, val BLEU {results[chosen].bleu:.2f})", file=sys.stderr)
+
+
+def _is_tied_alias(model: Transformer, key: str) -> bool:
+    return model.cfg.tie_embeddings and key in ("tgt_embed.lut.weight", "generator.weight")
+
+
+def average_epochs(cfg: ModelConfig, work: Path, last_epoch: int, n: int) -> Transformer | None:
+    paths = [work / f"epoch-{e}.safetensors" for e in range(last_epoch - n + 1, last_epoch + 1)]
+    if n < 2 or not all(p.is_file() for p in paths):
+        return None
+    states = [load_file(str(p)) for p in paths]
+    avg = {k: sum(s[k].float() for s in states) / n for k in states[0]}
+    model = Transformer(cfg)
+    model.load_state_dict(avg, strict=False)
+    return model.eval()
+
+
+def hardware(rt: Runtime) -> str:
+    if rt.device.type == "cuda":
+        return f"{rt.world} x {torch.cuda.get_device_name(rt.device)}"
+    return f"CPU, {torch.get_num_threads()} threads x {rt.world} process(es), {os.cpu_count()} cores"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        rt = setup_runtime(args)
+        Trainer(args, rt).run()
+    except (DataError, CheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
