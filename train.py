@@ -340,8 +340,21 @@ class Trainer:
                 self.end_of_epoch(start)
             elif rt.main:
                 self.save_state(start)
+        if rt.world > 1:
+            self.check_replicas()
         if rt.main:
             self.finish()
+
+    def check_replicas(self) -> None:
+        """Every process must end with the same weights (DDP keeps them in step)."""
+        flat = torch.cat([p.detach().float().flatten().cpu() for p in self.model.parameters()])
+        digest = (float(flat.sum()), float((flat * flat).sum()), flat[:: max(1, flat.numel() // 1000)].tolist())
+        digests: list[Any] = [None] * self.rt.world
+        dist.all_gather_object(digests, digest)
+        if any(d != digests[0] for d in digests):
+            raise SystemExit("error: the data-parallel replicas hold different weights")
+        if self.rt.main:
+            print(f"replica check: {self.rt.world} processes hold identical weights", file=sys.stderr)
 
     def train_epoch(self, start: float) -> bool:
         """Train on the rest of the current epoch. Returns True when a limit stopped it."""

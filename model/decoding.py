@@ -264,7 +264,7 @@ def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, 
     for i, h in enumerate(s.live):
         top = probs[i].topk(min(opts.record_top_k, probs.size(1)))
         self_row = cross_row = None
-        if trace is not None:
+        if trace is not None and trace.has_decoder():
             self_row = trace.attention("decoder_self")[:, rows.start + i, :, 0].clone()      # (L, H, t+1)
             cross_row = trace.attention("cross")[:, rows.start + i, :, 0, : s.src_len].clone()  # (L, H, S)
         hyps.append(HypothesisRecord(i, parents_before[i], list(h.tokens), h.log_prob,
@@ -273,11 +273,11 @@ def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, 
     s.steps.append(StepRecord(step, hyps, cands))
 
 
-def _next_log_probs(model: Transformer, hidden: Tensor) -> Tensor:
-    """hidden (R, T, D) -> log-probs of the token after the last position (R, V).
-    The padding and start symbols are never generated."""
-    logits = model.generator(hidden[:, -1]).float()
-    logits[:, [model.cfg.pad_id, model.cfg.bos_id]] = float("-inf")
+def output_log_probs(model: Transformer, hidden: Tensor) -> Tensor:
+    """Decoder output hidden (..., D) -> next-token log-probs (..., V). The padding and
+    start symbols are never generated: they get probability 0."""
+    logits = model.generator(hidden).float()
+    logits[..., [model.cfg.pad_id, model.cfg.bos_id]] = float("-inf")
     return logits.log_softmax(-1)
 
 
@@ -304,7 +304,7 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
         last = torch.tensor([[h.tokens[-1]] for s in active for h in s.live], device=src.device)  # (R, 1)
         trace = Trace() if opts.record_steps else None
         hidden = model.decode(last, memory[row_source], src_mask[row_source], cache, trace)
-        log_probs = _next_log_probs(model, hidden).cpu()                                  # (R, V)
+        log_probs = output_log_probs(model, hidden[:, -1]).cpu()                                  # (R, V)
         keep, row = [], 0
         for s in active:
             n = len(s.live)
@@ -339,7 +339,7 @@ def greedy_batch(model: Transformer, src: Tensor, max_len: int) -> list[list[int
     out: list[Tensor] = []
     for _ in range(max_len):
         hidden = model.decode(last, memory, src_mask, cache)               # (B, 1, D)
-        next_ids = _next_log_probs(model, hidden).argmax(dim=-1)           # (B,)
+        next_ids = output_log_probs(model, hidden[:, -1]).argmax(dim=-1)           # (B,)
         next_ids = next_ids.masked_fill(finished, cfg.pad_id)
         out.append(next_ids)
         finished |= next_ids == cfg.eos_id
@@ -372,7 +372,9 @@ def forced_decode(model: Transformer, src: Tensor, reference: list[int], trace: 
     cfg = model.cfg
     gold = torch.tensor(reference + [cfg.eos_id], device=src.device)                  # (T,)
     tgt = torch.tensor([[cfg.bos_id] + reference], device=src.device)                 # (1, T)
-    log_probs = model(src, tgt, trace)[0].float().log_softmax(-1)                     # (T, V)
+    src_mask = model.src_mask(src)
+    memory = model.encode(src, src_mask, trace)
+    log_probs = output_log_probs(model, model.decode(tgt, memory, src_mask, trace=trace))[0]  # (T, V)
     gold_lp = log_probs.gather(1, gold[:, None])[:, 0]                                # (T,)
     ranks = (log_probs > gold_lp[:, None]).sum(-1) + 1
     return ForcedResult(gold.tolist(), gold_lp.exp().tolist(), ranks.tolist(), trace)
