@@ -1,0 +1,113 @@
+"""The command-line tools: translate (N lines in, N out), trace (the documented JSON), evaluate."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_checkpoint import make_checkpoint
+
+
+@pytest.fixture(scope="module")
+def ckpt_dir(tokenizer, tmp_path_factory):
+    path = tmp_path_factory.mktemp("ck") / "tiny"
+    make_checkpoint(tokenizer, path)
+    return path
+
+
+def run(module: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_translate_keeps_one_line_per_line(ckpt_dir):
+    lines = ["the dog runs", "", "   ", "a red ball " * 200, "😀", "the cat sits on a blue ball"]
+    done = run("model.translate", "--checkpoint", str(ckpt_dir), "--beam-size", "2", "--batch-size", "2",
+               stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(lines)
+    assert out[1] == out[2] == out[3] == ""                         # empty, blank, over-long
+    assert "line 2" in done.stderr and "line 3" in done.stderr and "line 4" in done.stderr
+    assert "limit is 255" in done.stderr
+
+
+def test_translate_batched_equals_one_by_one(ckpt_dir):
+    lines = ["the dog runs", "a man in the street plays with a big ball", "the cat"]
+    together = run("model.translate", "--checkpoint", str(ckpt_dir), "--batch-size", "3",
+                   stdin="\n".join(lines) + "\n").stdout
+    alone = "".join(run("model.translate", "--checkpoint", str(ckpt_dir), stdin=line + "\n").stdout
+                    for line in lines)
+    assert together == alone
+
+
+def test_trace_json_has_the_documented_shape(ckpt_dir, tmp_path):
+    out = tmp_path / "t.json"
+    # the untrained model may say nothing; a reference fixes the target axis
+    done = run("model.trace", "--checkpoint", str(ckpt_dir), "--text", "the dog runs in the park",
+               "--decode", "beam", "--beam-size", "3", "--reference", "a cat sits", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    t = json.loads(out.read_text())
+    S, T = len(t["source"]["tokens"]), len(t["target"]["tokens"])
+    L, H = 2, 4
+    assert t["target"]["tokens"][0] == "<s>" and t["source"]["tokens"][-1] == "</s>"
+    assert _shape(t["attention"]["encoder_self"]) == (L, H, S, S)
+    assert _shape(t["attention"]["decoder_self"]) == (L, H, T, T)
+    assert _shape(t["attention"]["cross"]) == (L, H, T, S)
+    assert _shape(t["positional_encoding"]["source"]) == (S, 32)
+    assert _shape(t["positional_encoding"]["target"]) == (T, 32)
+    assert _shape(t["masks"]["decoder_self"]) == (T, T) and t["masks"]["decoder_self"][0][1] == 0
+    assert _shape(t["masks"]["cross"]) == (T, S)
+    assert isinstance(t["output"]["text"], str)
+    assert T == len(t["reference"]["tokens"]) >= 2 and "RuntimeWarning" not in done.stderr
+    steps = t["decoding"]["steps"]
+    assert len(steps) >= 2 and len(steps[0]["hypotheses"]) == 1 and steps[0]["hypotheses"][0]["parent"] is None
+    h = steps[1]["hypotheses"][0]
+    assert {"tokens", "log_prob", "score", "parent", "top_k", "self_attn", "cross_attn"} <= set(h)
+    assert _shape(h["cross_attn"]) == (L, H, S) and _shape(h["self_attn"]) == (L, H, 2)
+    assert {c["status"] for c in steps[0]["candidates"]} <= {"kept", "finished", "pruned"}
+
+
+def test_trace_with_reference_gives_probabilities_and_ranks(ckpt_dir):
+    done = run("model.trace", "--checkpoint", str(ckpt_dir), "--text", "the dog", "--reference", "the cat runs",
+               "--out", "-")
+    assert done.returncode == 0, done.stderr
+    t = json.loads(done.stdout)
+    n = len(t["reference"]["tokens"])
+    assert len(t["reference"]["probs"]) == len(t["reference"]["ranks"]) == n
+    assert len(t["target"]["tokens"]) == n                          # <s> + reference pieces
+    assert t["target"]["source_of_tokens"] == "reference"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--text", ""], "empty"),
+    (["--text", "   "], "empty"),
+    (["--text", "ball " * 400], "limit is 255"),
+    (["--text", "x", "--checkpoint", "/nonexistent"], "no such checkpoint"),
+    (["--text", "x", "--beam-size", "40", "--decode", "beam"], "beam size"),
+])
+def test_trace_refuses_bad_input_with_one_line(ckpt_dir, tmp_path, args, needle):
+    cmd = ["--checkpoint", str(ckpt_dir), "--out", str(tmp_path / "x.json"), *args]
+    done = run("model.trace", *cmd)
+    assert done.returncode == 2
+    assert needle in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "train"])
+def test_help_explains(module):
+    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=60)
+    assert done.returncode == 0 and "usage:" in done.stdout
+    assert "python " in done.stdout.split("usage:", 1)[1]          # the description shows an example
+
+
+def _shape(x) -> tuple:
+    shape = []
+    while isinstance(x, list):
+        shape.append(len(x))
+        x = x[0]
+    return tuple(shape)
