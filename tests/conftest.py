@@ -11,6 +11,9 @@ from model.config import preset
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
+# Tiny models gain nothing from threads, and one thread keeps a shared 2-core machine usable.
+torch.set_num_threads(1)
+
 ROOT = Path(__file__).resolve().parent.parent
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
 WORDS = "a the dog cat man woman runs sits on in park street red blue ball big small child plays".split()
@@ -42,3 +45,16 @@ def sentences(n: int, seed: int = 0) -> list[str]:
 @pytest.fixture(scope="session")
 def tokenizer() -> Tokenizer:
     return Tokenizer.train(sentences(400), vocab_size=60)
+
+
+@pytest.fixture(scope="session")
+def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
+    """A checkpoints/ directory holding one tiny untrained en->de checkpoint whose EOS
+    embedding is zeroed, so it talks (up to the length limit) instead of stopping at once."""
+    from model.checkpoint import save_checkpoint
+    root = tmp_path_factory.mktemp("checkpoints")
+    m = tiny_model(tokenizer.vocab_size, seed=1)
+    with torch.no_grad():
+        m.src_embed.lut.weight[3].zero_()
+    save_checkpoint(root / "multi30k-en-de", m, tokenizer, tokenizer, meta={"src_lang": "en", "tgt_lang": "de"})
+    return root

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -18,9 +19,12 @@ def ckpt_dir(tokenizer, tmp_path_factory):
     return path
 
 
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
 def run(module: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+                          cwd=ROOT, timeout=120, env=ONE_THREAD)
 
 
 def test_translate_keeps_one_line_per_line(ckpt_dir):

@@ -1,0 +1,33 @@
+# Two commands for a newcomer: `make app` and `make test`. Each sets itself up:
+# a local virtual environment, the pinned CPU torch first (a bare `torch` would pull
+# a multi-GB CUDA build), then this project with its dev extras.
+#   TORCH_SPEC="torch==2.13.0" make app     # choose another torch build
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+PORT ?= 8501
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: app test test-fast e2e setup clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+app: $(STAMP)
+	$(PY) -m streamlit run app/main.py --server.port $(PORT) --browser.gatherUsageStats false
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not e2e"
+
+clean-venv:
+	rm -rf $(VENV)

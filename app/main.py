@@ -1,0 +1,97 @@
+"""The Streamlit app: type a sentence, see every attention head, step through decoding.
+
+Run with `make app` (or `streamlit run app/main.py`). Checkpoints are looked up in
+checkpoints/ (or $TRANSFORMER_CHECKPOINTS).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:              # `streamlit run app/main.py` from anywhere
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app import state  # noqa: E402
+from app.settings import Settings, sidebar  # noqa: E402
+from app.views import explore, stepper  # noqa: E402
+from model.checkpoint import CheckpointError  # noqa: E402
+from model.pipeline import InputError  # noqa: E402
+
+PRESETS = {
+    "en": ["A man in an orange hat starring at something.",
+           "Two young children are playing with a ball in the park.",
+           "The woman who is wearing a red dress is reading a book.",
+           "A dog runs through the snow."],
+    "de": ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
+           "Zwei kleine Kinder spielen im Park mit einem Ball.",
+           "Ein Hund rennt durch den Schnee."],
+}
+VIEWS = {"explore": "Translate & explore attention", "step": "Step through decoding"}
+
+
+def no_checkpoint_page() -> None:
+    st.title("No checkpoint yet")
+    st.info(f"The app looks for trained checkpoints in `{state.checkpoints_dir()}` and found none.")
+    st.markdown("Train one (about 2 hours on a 2-core CPU, much less on a GPU):")
+    st.code("python train.py --data ../shared/data/multi30k --src en --tgt de --preset small \\\n"
+            "    --out checkpoints/multi30k-en-de --time-budget 110 --half", language="bash")
+
+
+CUSTOM = "(type your own)"
+
+
+def _use_preset() -> None:
+    if st.session_state["preset"] != CUSTOM:
+        st.session_state["text"] = st.session_state["preset"]
+
+
+def input_ui(src_lang: str) -> str:
+    presets = PRESETS.get(src_lang, [])
+    st.session_state.setdefault("text", presets[0] if presets else "")
+    st.selectbox("Try a preset sentence", [CUSTOM, *presets], key="preset", on_change=_use_preset)
+    return st.text_input(f"Sentence to translate ({src_lang}, at most {state.MAX_APP_TOKENS} subword tokens)",
+                         key="text", max_chars=1000)
+
+
+def main() -> None:
+    st.set_page_config(page_title="Transformer, explained", page_icon="🔎", layout="wide")
+    checkpoints = state.available_checkpoints()
+    if not checkpoints:
+        no_checkpoint_page()
+        return
+    settings: Settings = sidebar(checkpoints, state.DEFAULT_CHECKPOINT)
+    try:
+        ckpt = state.get_checkpoint(str(settings.checkpoint))
+    except CheckpointError as exc:
+        st.error(f"This checkpoint cannot be loaded: {exc}")
+        return
+    view = st.sidebar.radio("View", list(VIEWS), format_func=VIEWS.get, key="view")
+    st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
+    text = input_ui(ckpt.src_lang)
+    too_long = len(ckpt.src_tokenizer.encode(text)) > state.MAX_APP_TOKENS if text.strip() else False
+    if too_long:
+        st.warning(f"That sentence is longer than {state.MAX_APP_TOKENS} subword tokens; please shorten it.")
+        return
+    try:
+        with st.spinner("Translating…"):
+            ex = state.get_explanation(str(settings.checkpoint), text, settings.opts)
+    except InputError as exc:
+        st.info(f"Nothing to show yet: {exc}.")
+        return
+    st.markdown(f"### {ex.output or '(empty output)'}")
+    unknown = ex.source_ids.count(ckpt.config.unk_id)
+    if unknown:
+        st.caption(f"{unknown} piece(s) of the input are outside the vocabulary and shown as <unk>.")
+    if view == "explore":
+        explore.render(ckpt, ex, settings)
+    else:
+        greedy = None
+        if settings.opts.method == "beam":
+            greedy = state.get_explanation(str(settings.checkpoint), text, stepper.greedy_options(settings.opts))
+        stepper.render(ckpt, ex, settings, greedy)
+
+
+main()
