@@ -31,6 +31,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 from tqdm import tqdm
 
+from model.card import write_card
 from model.checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
 from model.config import PRESETS, ModelConfig, preset
 from model.data import DataError, Example, collate, make_examples, read_parallel, token_batches
@@ -485,6 +486,7 @@ class Trainer:
                                                            if k not in ("resume",)}}
         save_checkpoint(self.args.out, candidates[chosen], self.src_tok, self.tgt_tok, meta=meta,
                         half=self.args.half, extra_files=extra)
+        write_card(self.args.out)
         print(f"wrote {self.args.out} ({chosen}, val BLEU {results[chosen].bleu:.2f})", file=sys.stderr)
 
 

@@ -9,9 +9,11 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from tqdm import tqdm
 
+from model.card import EVAL_RESULTS, write_card
 from model.cli import add_checkpoint_arg, fail, load_or_exit
 from model.data import DataError, read_parallel
 from model.decoding import DecodeOptions
@@ -29,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty for beam (default 0.6)")
     p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--json", help="also write the scores to this JSON file")
+    p.add_argument("--write-card", action="store_true",
+                   help="store the scores in the checkpoint (eval_results.json) and rewrite its README.md")
     args = p.parse_args(argv)
     ckpt = load_or_exit(args)
     src_lang, tgt_lang = ckpt.src_lang, ckpt.tgt_lang
@@ -50,9 +54,13 @@ def main(argv: list[str] | None = None) -> int:
                        "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
                        "seconds": round(time.time() - start, 1)}
         print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}")
+    report = {"checkpoint": ckpt.name, "split": args.split, "results": table,
+              "command": "python -m model.evaluate " + " ".join(argv if argv is not None else sys.argv[1:])}
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"checkpoint": ckpt.name, "split": args.split, "results": table}, f, indent=2)
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    if args.write_card:
+        (Path(args.checkpoint) / EVAL_RESULTS).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {write_card(args.checkpoint)}", file=sys.stderr)
     return 0
 
 

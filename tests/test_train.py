@@ -58,6 +58,8 @@ def test_learns_to_reverse_and_writes_a_checkpoint(tmp_path):
     snapshots = json.loads((out / "attention_snapshots.json").read_text())
     assert [s["epoch"] for s in snapshots] == list(range(1, 10))
     assert ckpt.meta["selected"] in ("best epoch", "average of last 3 epochs")
+    card = (out / "README.md").read_text()
+    assert "| 9 |" in card and "parameters" in card and "Not evaluated" in card
 
 
 def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):

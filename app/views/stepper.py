@@ -23,13 +23,14 @@ def controls(n_steps: int, key: str) -> int:
         st.session_state["step"] = st.session_state.pop("next_step")
     step = st.session_state["step"]
     c = st.columns([1, 1, 1, 1, 6])
-    if c[0].button("⏮ Reset", key="reset"):
+    if c[0].button("Reset", key="reset", icon=":material/first_page:"):
         step, st.session_state["playing"] = 0, False
-    if c[1].button("◀ Prev", key="prev", disabled=step == 0):
+    if c[1].button("Prev", key="prev", icon=":material/chevron_left:", disabled=step == 0):
         step = max(0, step - 1)
-    if c[2].button("Next ▶", key="next", disabled=step >= n_steps - 1):
+    if c[2].button("Next", key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1):
         step = min(n_steps - 1, step + 1)
-    if c[3].button("⏸ Pause" if st.session_state["playing"] else "⏯ Play", key="play"):
+    playing = st.session_state["playing"]
+    if c[3].button("Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:"):
         st.session_state["playing"] = not st.session_state["playing"]
     st.session_state["step"] = min(step, n_steps - 1)
     if n_steps > 1:

@@ -1,0 +1,85 @@
+"""The model card (README.md) of a checkpoint directory, written from what the
+directory holds: config.json, training_log.jsonl and, once `model.evaluate --write-card`
+has run, eval_results.json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from model.config import ModelConfig
+
+EVAL_RESULTS = "eval_results.json"
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return default
+
+
+def render_card(directory: str | Path) -> str:
+    d = Path(directory)
+    config = _read_json(d / "config.json", {})
+    cfg = ModelConfig.from_dict(config["model"])
+    log = [json.loads(line) for line in (d / "training_log.jsonl").read_text().splitlines() if line] \
+        if (d / "training_log.jsonl").is_file() else []
+    evals = _read_json(d / EVAL_RESULTS, {})
+    src, tgt = config.get("src_lang", "?"), config.get("tgt_lang", "?")
+    args = config.get("train_args", {})
+    lines = [
+        f"# {d.name}: Transformer, {src} → {tgt}",
+        "",
+        "Trained by this project's `train.py`, from scratch, on this project's machine. "
+        "Load it with `model.checkpoint.load_checkpoint`; the app lists it in its checkpoint picker.",
+        "",
+        "## Data",
+        f"Multi30K task 1 (Elliott et al., 2016): 29,000 training pairs, model selection on `val` "
+        f"(1,014), test on `test_2016_flickr` (1,000). Tokenizer: sentencepiece BPE, "
+        f"{cfg.src_vocab_size} pieces, {'joint for both languages' if cfg.tie_embeddings else 'one per language'}.",
+        "",
+        "## Model",
+        "| d_model | heads | encoder layers | decoder layers | d_ff | dropout | norm | tied embeddings | parameters |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {cfg.d_model} | {cfg.n_heads} | {cfg.n_encoder_layers} | {cfg.n_decoder_layers} | {cfg.d_ff} | "
+        f"{cfg.dropout} | {'pre' if cfg.norm_first else 'post (paper)'} | {cfg.tie_embeddings} | "
+        f"{config.get('parameters', 0) / 1e6:.2f} M |",
+        "",
+        f"Weights stored as {config.get('weights_dtype', 'float32')} (loaded as float32).",
+        "",
+        "## Training",
+        f"- hardware: {config.get('hardware', '?')}",
+        f"- wall time: {config.get('training_time_min', '?')} min, {config.get('epochs', '?')} epochs, "
+        f"{config.get('steps', '?')} optimizer steps",
+        f"- batches of ~{args.get('batch_tokens', '?')} tokens, Adam(0.9, 0.98, 1e-9), peak lr {args.get('lr', '?')} "
+        f"after {args.get('warmup', '?')} warm-up steps then inverse square root, label smoothing "
+        f"{args.get('label_smoothing', '?')}, gradient clipping {args.get('clip', '?')}, seed {args.get('seed', '?')}",
+        f"- shipped weights: {config.get('selected', '?')} (val BLEU {config.get('val_bleu', '?')}, greedy)",
+        "",
+    ]
+    if log:
+        lines += ["| epoch | step | train loss | val loss | val BLEU (greedy) | val chrF | tokens/s | minutes |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['epoch']} | {r['step']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} | "
+                  f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
+        lines.append("")
+    lines += ["## Quality", ""]
+    if evals:
+        lines += [f"sacrebleu on detokenized, cased text, `{evals.get('split')}`:", "",
+                  "| decoding | BLEU | chrF |", "|---|---|---|"]
+        for name, r in evals.get("results", {}).items():
+            lines.append(f"| {name} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
+        first = next(iter(evals.get("results", {}).values()), {})
+        lines += ["", f"Signatures: BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`.",
+                  "", f"Command: `{evals.get('command', '')}`", ""]
+    else:
+        lines += ["Not evaluated on the test set yet: run `python -m model.evaluate --checkpoint "
+                  f"{d} --write-card`.", ""]
+    return "\n".join(lines)
+
+
+def write_card(directory: str | Path) -> Path:
+    path = Path(directory) / "README.md"
+    path.write_text(render_card(directory))
+    return path

@@ -1,0 +1,139 @@
+"""End to end in a real headless Chromium: start the server, type a sentence, wait for
+the charts, step a beam search to its end, compare with `python -m model.translate`.
+Screenshots of each view go to test-artifacts/."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+SENTENCE = "Two young children are playing with a ball in the park."
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
+                                 "(apt-get install -y chromium)")]
+
+
+def shipped_or_tiny(app_checkpoints: Path) -> Path:
+    """The shipped checkpoints when there are any (real translations in the screenshots)."""
+    shipped = ROOT / "checkpoints"
+    return shipped if (shipped / "multi30k-en-de" / "config.json").is_file() else app_checkpoints
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(app_checkpoints):
+    port = free_port()
+    root = shipped_or_tiny(app_checkpoints)
+    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                             "--server.headless", "true", "--server.port", str(port), "--server.address",
+                             "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the streamlit server did not become healthy: " + (proc.stdout.read() if proc.stdout else ""))
+    yield url, root
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+def settle(page, timeout: float = 60_000) -> None:
+    """Wait until the app's script run is over and nothing is pending."""
+    page.wait_for_timeout(250)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    page.wait_for_timeout(150)
+
+
+def no_errors(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert "Traceback" not in page.content()
+
+
+def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
+    url, root = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(url)
+    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+    settle(page)
+
+    box = page.get_by_label("Sentence to translate", exact=False)
+    box.fill(SENTENCE)
+    box.press("Enter")
+    settle(page)
+    page.wait_for_selector("[data-testid='stPlotlyChart']")
+    no_errors(page)
+    shown = page.locator("h3").first.inner_text().strip()
+    page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
+
+    page.get_by_text("Step through decoding").click()
+    settle(page)
+    no_errors(page)
+    page.screenshot(path=str(ARTIFACTS / "step-0.png"), full_page=True)
+    next_button = page.locator("[data-testid='stButton'] button", has_text="Next")
+    last = int(re.search(r"Step 0 of (\d+)", page.inner_text("body")).group(1))
+    for _ in range(last):
+        next_button.click()
+        settle(page)
+    assert next_button.is_disabled()
+    no_errors(page)
+    assert f"Step {last} of {last}" in page.inner_text("body")
+    page.screenshot(path=str(ARTIFACTS / "step-last.png"), full_page=True)
+
+    ckpt = root / "multi30k-en-de"
+    cli = subprocess.run([sys.executable, "-m", "model.translate", "--checkpoint", str(ckpt)], input=SENTENCE + "\n",
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    expected = cli.stdout.strip() or "(empty output)"
+    assert shown == expected
+
+
+def test_markup_is_not_executed(server, browser):
+    url, _ = server
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(url)
+    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+    settle(page)
+    box = page.get_by_label("Sentence to translate", exact=False)
+    box.fill("<b>hi</b><script>alert(1)</script><img src=x onerror=alert(2)>")
+    box.press("Enter")
+    settle(page)
+    page.wait_for_timeout(500)
+    assert dialogs == []
+    no_errors(page)
