@@ -43,4 +43,4 @@ def get_checkpoint(path: str) -> Checkpoint:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None) -> Explanation:
-    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=True)
+    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True)

@@ -300,21 +300,22 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
     select = SELECTORS[opts.method]
     step = 0
     while True:
-        active = [s for s in sentences if not s.done]
-        last = torch.tensor([[h.tokens[-1]] for s in active for h in s.live], device=src.device)  # (R, 1)
+        last = torch.tensor([[h.tokens[-1]] for s in sentences if not s.done for h in s.live],
+                            device=src.device)                                  # (R, 1)
         trace = Trace() if opts.record_steps else None
         hidden = model.decode(last, memory[row_source], src_mask[row_source], cache, trace)
         log_probs = output_log_probs(model, hidden[:, -1]).cpu()                                  # (R, V)
         keep, row = [], 0
-        for s in active:
+        for k, s in enumerate(sentences):
+            if s.done:
+                continue
             n = len(s.live)
             cum = torch.tensor([h.log_prob for h in s.live])
             cands = select(cum, log_probs[row:row + n], opts, cfg.eos_id, step + 1, s.generator)
             if opts.record_steps:
-                _record(s, step, cands, log_probs[row:row + n], opts, trace, slice(row, row + n),
-                        parents_before[sentences.index(s)])
+                _record(s, step, cands, log_probs[row:row + n], opts, trace, slice(row, row + n), parents_before[k])
             parents = _advance(s, cands, opts, cfg.eos_id, step)
-            parents_before[sentences.index(s)] = list(parents)
+            parents_before[k] = list(parents)
             keep += [row + p for p in parents]
             row += n
         if not keep:

@@ -1,0 +1,111 @@
+"""App speed in a real headless Chromium, and server time of a decoding step.
+
+1. Browser: type a sentence, press Enter, time until the script run is over and every
+   chart is drawn (the translation and all heatmaps visible). Repeated with new
+   sentences (no cache hits), median reported.
+2. Server: AppTest time of one "Next" click in the step-through view (script run
+   only; no model call, the decoding is cached).
+
+  .venv/bin/python -m benchmarks.app_speed [--runs 7]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+# ~20 subword tokens each (en); each one new, so nothing is served from the cache
+SENTENCES = [
+    "A young woman in a blue jacket is walking her dog along the beach at sunset.",
+    "Two men in orange vests are working on the road next to a yellow truck today.",
+    "A little girl with a pink helmet rides her bicycle down the hill near her house.",
+    "Several people are sitting at a long table outside a small cafe in the old city.",
+    "A man wearing a black hat plays the guitar while a crowd watches him on the street.",
+    "Three children in red shirts are jumping into the lake from a wooden dock in summer.",
+    "An old man is reading a newspaper on a green bench in front of a large building.",
+    "A brown dog is catching a white frisbee in the air over the grass in the park.",
+]
+
+
+def wait_ready(page) -> None:
+    page.wait_for_timeout(100)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)
+
+
+def browser_timings(url: str, runs: int) -> list[float]:
+    from playwright.sync_api import sync_playwright
+    out = []
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage"])
+        page = b.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(url)
+        page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+        wait_ready(page)
+        box = page.get_by_label("Sentence to translate", exact=False)
+        for text in SENTENCES[:runs]:
+            box.fill(text)
+            start = time.perf_counter()
+            box.press("Enter")
+            page.wait_for_selector("[data-testid='stApp'][data-test-script-state='running']", timeout=10_000)
+            page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)
+            page.wait_for_function("() => { const c = document.querySelectorAll(\"[data-testid='stPlotlyChart']\");"
+                                   " return c.length >= 2 && [...c].every(e => e.querySelector('.main-svg')); }")
+            out.append(time.perf_counter() - start)
+        b.close()
+    return out
+
+
+def step_server_times(runs: int) -> list[float]:
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120).run()
+    at.text_input(key="text").set_value(SENTENCES[0]).run()
+    at.radio(key="view").set_value("step").run()
+    times = []
+    for _ in range(runs):
+        if at.button(key="next").disabled:
+            at.button(key="reset").click().run()
+        start = time.perf_counter()
+        at.button(key="next").click().run()
+        times.append(time.perf_counter() - start)
+        assert not at.exception
+    return times
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=7)
+    p.add_argument("--port", type=int, default=8765)
+    a = p.parse_args()
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                               "--server.headless", "true", "--server.port", str(a.port), "--server.address",
+                               "127.0.0.1", "--browser.gatherUsageStats", "false"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    url = f"http://127.0.0.1:{a.port}"
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        t = browser_timings(url, a.runs)
+    finally:
+        server.terminate()
+    print(f"browser, Enter -> translation and all charts drawn: median {statistics.median(t):.2f} s "
+          f"(min {min(t):.2f}, max {max(t):.2f}, n={len(t)})")
+    s = step_server_times(max(a.runs * 2, 10))
+    print(f"server, one 'Next' step (script run): median {statistics.median(s) * 1000:.0f} ms "
+          f"(min {min(s) * 1000:.0f}, max {max(s) * 1000:.0f}, n={len(s)})")
+
+
+if __name__ == "__main__":
+    main()
