@@ -214,6 +214,7 @@ class _Sentence:
     max_len: int
     generator: torch.Generator
     live: list[_Live]
+    parents: list[int | None] = field(default_factory=lambda: [None])  # of each live one, in the previous step
     finished: list[Hypothesis] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     done: bool = False
@@ -252,13 +253,13 @@ def _advance(s: _Sentence, cands: list[Candidate], opts: DecodeOptions, eos_id: 
         for h in new_live:
             s.finished.append(Hypothesis(h.tokens[1:], h.log_prob, opts.normalise(h.log_prob, step + 1), False))
         new_live, parents = [], []
-    s.live = new_live
+    s.live, s.parents = new_live, parents
     s.done = _can_stop(s, opts)
     return [] if s.done else parents
 
 
 def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, opts: DecodeOptions,
-            trace: Trace | None, rows: slice, parents_before: list[int | None]) -> None:
+            trace: Trace | None, rows: slice) -> None:
     probs = log_probs.exp()
     hyps = []
     for i, h in enumerate(s.live):
@@ -267,7 +268,7 @@ def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, 
         if trace is not None and trace.has_decoder():
             self_row = trace.attention("decoder_self")[:, rows.start + i, :, 0].clone()      # (L, H, t+1)
             cross_row = trace.attention("cross")[:, rows.start + i, :, 0, : s.src_len].clone()  # (L, H, S)
-        hyps.append(HypothesisRecord(i, parents_before[i], list(h.tokens), h.log_prob,
+        hyps.append(HypothesisRecord(i, s.parents[i], list(h.tokens), h.log_prob,
                                      opts.normalise(h.log_prob, max(len(h.tokens) - 1, 1)),
                                      list(zip(top.indices.tolist(), top.values.tolist())), self_row, cross_row))
     s.steps.append(StepRecord(step, hyps, cands))
@@ -282,48 +283,54 @@ def output_log_probs(model: Transformer, hidden: Tensor) -> Tensor:
 
 
 # ---- the loop ---------------------------------------------------------------------------------
+def _start(model: Transformer, src: Tensor, opts: DecodeOptions) -> list[_Sentence]:
+    lengths = model.src_mask(src)[:, 0, 0].sum(-1).tolist()
+    return [_Sentence(n, max_output_length(n, model.cfg.max_positions, opts.max_len_a, opts.max_len_b),
+                      torch.Generator().manual_seed(opts.seed), [_Live([model.cfg.bos_id])]) for n in lengths]
+
+
+def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, opts: DecodeOptions,
+            eos_id: int, step: int) -> list[int]:
+    """Run each unfinished sentence's selector on its rows of log_probs (R, V); returns
+    the rows (parents) the next step continues from, in order."""
+    select = SELECTORS[opts.method]
+    keep, row = [], 0
+    for s in sentences:
+        if s.done:
+            continue
+        n = len(s.live)
+        rows = log_probs[row:row + n]
+        cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator)
+        if opts.record_steps:
+            _record(s, step, cands, rows, opts, trace, slice(row, row + n))
+        keep += [row + p for p in _advance(s, cands, opts, eos_id, step)]
+        row += n
+    return keep
+
+
 @torch.inference_mode()
 def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions()) -> list[DecodeResult]:
     """Decode a padded batch of source ids src (B, S) (EOS-terminated, pad_id padded).
 
     Returns one DecodeResult per sentence, equal to decoding it alone.
     """
-    cfg = model.cfg
     src_mask = model.src_mask(src)                                          # (B, 1, 1, S)
     memory = model.encode(src, src_mask)                                    # (B, S, D)
-    lengths = src_mask[:, 0, 0].sum(-1).tolist()
-    sentences = [_Sentence(n, max_output_length(n, cfg.max_positions, opts.max_len_a, opts.max_len_b),
-                           torch.Generator().manual_seed(opts.seed), [_Live([cfg.bos_id])]) for n in lengths]
-    cache = DecoderCache.empty(cfg.n_decoder_layers)
+    sentences = _start(model, src, opts)
+    cache = DecoderCache.empty(model.cfg.n_decoder_layers)
     row_source = torch.arange(src.size(0), device=src.device)              # sentence of each row
-    parents_before: list[list[int | None]] = [[None] for _ in sentences]
-    select = SELECTORS[opts.method]
-    step = 0
-    while True:
+    for step in range(model.cfg.max_positions):
         last = torch.tensor([[h.tokens[-1]] for s in sentences if not s.done for h in s.live],
-                            device=src.device)                                  # (R, 1)
+                            device=src.device)                              # (R, 1)
         trace = Trace() if opts.record_steps else None
         hidden = model.decode(last, memory[row_source], src_mask[row_source], cache, trace)
-        log_probs = output_log_probs(model, hidden[:, -1]).cpu()                                  # (R, V)
-        keep, row = [], 0
-        for k, s in enumerate(sentences):
-            if s.done:
-                continue
-            n = len(s.live)
-            cum = torch.tensor([h.log_prob for h in s.live])
-            cands = select(cum, log_probs[row:row + n], opts, cfg.eos_id, step + 1, s.generator)
-            if opts.record_steps:
-                _record(s, step, cands, log_probs[row:row + n], opts, trace, slice(row, row + n), parents_before[k])
-            parents = _advance(s, cands, opts, cfg.eos_id, step)
-            parents_before[k] = list(parents)
-            keep += [row + p for p in parents]
-            row += n
+        log_probs = output_log_probs(model, hidden[:, -1]).cpu()            # (R, V)
+        keep = _decide(sentences, log_probs, trace, opts, model.cfg.eos_id, step)
         if not keep:
             break
         index = torch.tensor(keep, device=src.device)
         cache.reorder(index)
         row_source = row_source[index]
-        step += 1
     return [s.result() for s in sentences]
 
 

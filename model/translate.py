@@ -31,9 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     opts = decode_options(args)
     ckpt = load_or_exit(args)
     try:
-        lines = (open(args.input, encoding="utf-8") if args.input else sys.stdin).read().splitlines()
+        text = open(args.input, encoding="utf-8").read() if args.input else sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"{args.input}: cannot be read ({exc})")
+
+    lines = input_lines(text)
 
     def warn(i: int, message: str) -> None:
         tqdm.write(f"warning: line {i + 1}: {message}; writing an empty line", file=sys.stderr)
@@ -43,6 +45,15 @@ def main(argv: list[str] | None = None) -> int:
         outputs = translate(ckpt, lines, opts, args.batch_size, on_error=warn, on_progress=bar.update)
     sys.stdout.write("".join(o + "\n" for o in outputs))
     return 0
+
+
+def input_lines(text: str) -> list[str]:
+    """Lines as `wc -l` counts them: split on newline only (str.splitlines would also
+    split on form feeds and Unicode separators and shift the output)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def run(module: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess
 
 
 def test_translate_keeps_one_line_per_line(ckpt_dir):
-    lines = ["the dog runs", "", "   ", "a red ball " * 200, "😀", "the cat sits on a blue ball"]
+    lines = ["the dog runs", "", "   ", "a red ball " * 200, "😀", "the cat\x0csits\u2028on a blue ball"]
     done = run("model.translate", "--checkpoint", str(ckpt_dir), "--beam-size", "2", "--batch-size", "2",
                stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
