@@ -32,7 +32,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from model.card import write_card
-from model.checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
+from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from model.config import PRESETS, ModelConfig, preset
 from model.data import DataError, Example, collate, make_examples, read_parallel, token_batches
 from model.decoding import greedy_batch, max_output_length
@@ -155,7 +155,9 @@ class Corpus:
     val: list[Example]
 
 
-def build_tokenizers(args: argparse.Namespace, train_src: list[str], train_tgt: list[str]) -> tuple[Tokenizer, Tokenizer]:
+def build_tokenizers(
+    args: argparse.Namespace, train_src: list[str], train_tgt: list[str]
+) -> tuple[Tokenizer, Tokenizer]:
     if args.tokenizer_from:
         ckpt = load_checkpoint(args.tokenizer_from)
         return ckpt.src_tokenizer, ckpt.tgt_tokenizer

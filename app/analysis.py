@@ -1,14 +1,16 @@
 """Pure data shaping for the views (no Streamlit, no plotly): the beam tree up to a
 step, the first step where two decodings diverge."""
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from model.decoding import StepRecord
 
 
-def tree_until(steps: Sequence[StepRecord], upto: int, pieces: Callable[[list[int]], list[str]],
-               pruned_only_last: bool = True) -> tuple[list[dict], list[tuple[int, int]], dict[tuple[int, int], int]]:
+def tree_until(
+    steps: Sequence[StepRecord], upto: int, pieces: Callable[[list[int]], list[str]], pruned_only_last: bool = True
+) -> tuple[list[dict], list[tuple[int, int]], dict[tuple[int, int], int]]:
     """Nodes and edges of the search tree after the decisions of steps 0..upto.
 
     Node (s, j) is hypothesis j of step s (x = s, y = j); a kept candidate of step s
@@ -30,8 +32,13 @@ def tree_until(steps: Sequence[StepRecord], upto: int, pieces: Callable[[list[in
             if parent is None:
                 continue
             token = pieces([c.token])[0]
-            node = {"x": s + 1, "token": token, "score": c.score, "status": c.status,
-                    "text": f"{nodes[parent]['text']} {token}"}
+            node = {
+                "x": s + 1,
+                "token": token,
+                "score": c.score,
+                "status": c.status,
+                "text": f"{nodes[parent]['text']} {token}",
+            }
             if c.status == "kept":
                 node["y"] = kept
                 index[(s + 1, kept)] = len(nodes)
@@ -50,3 +57,24 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def parameter_counts(model) -> list[tuple[str, int]]:
+    """Parameters per component of a Transformer; tied tensors are counted once."""
+    seen: set[int] = set()
+    rows = []
+    for name, module in (
+        ("embeddings (shared)" if model.cfg.tie_embeddings else "source embedding", model.src_embed),
+        ("target embedding", model.tgt_embed),
+        ("encoder", model.encoder),
+        ("decoder", model.decoder),
+        ("output projection (generator)", model.generator),
+    ):
+        n = 0
+        for p in module.parameters():
+            if id(p) not in seen:
+                seen.add(id(p))
+                n += p.numel()
+        if n:
+            rows.append((name, n))
+    return rows

@@ -1,5 +1,6 @@
 """Cached resources: the model loads once per process; explanations are cached per
 (checkpoint, text, settings). Both are shared by every session and must stay read-only."""
+
 from __future__ import annotations
 
 import os
@@ -10,11 +11,12 @@ import torch
 
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions
-from model.pipeline import Explanation, explain
+from model.pipeline import Explanation, encoder_trace, explain
+from model.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CHECKPOINT = "multi30k-en-de"
-MAX_APP_TOKENS = 100   # subword tokens of input the app accepts (keeps every view interactive)
+MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
 
 
 def checkpoints_dir() -> Path:
@@ -36,11 +38,19 @@ def _configure_threads() -> bool:
 def get_checkpoint(path: str) -> Checkpoint:
     _configure_threads()
     ckpt = load_checkpoint(path)
-    with torch.inference_mode():                          # warm-up: the first user does not wait
+    with torch.inference_mode():  # warm-up: the first user does not wait
         explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
     return ckpt
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None) -> Explanation:
-    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True)
+def get_explanation(
+    path: str, text: str, opts: DecodeOptions, reference: str | None = None, qkv: bool = False
+) -> Explanation:
+    """qkv: also record each head's Q, K, V (for the inside-one-head view)."""
+    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=qkv)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
+    return encoder_trace(get_checkpoint(path), list(texts))

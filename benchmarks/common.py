@@ -4,7 +4,7 @@ from __future__ import annotations
 import platform
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -21,7 +21,9 @@ def machine() -> str:
     return f"{cpu}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, {platform.python_version()}"
 
 
-def alternate(a: Callable[[], object], b: Callable[[], object], rounds: int, warmup: int = 2) -> tuple[list[float], list[float]]:
+def alternate(
+    a: Callable[[], object], b: Callable[[], object], rounds: int, warmup: int = 2
+) -> tuple[list[float], list[float]]:
     """Time a and b alternately (A B A B ...), after warm-up; returns the two lists of seconds."""
     for _ in range(warmup):
         a(), b()

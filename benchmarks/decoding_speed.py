@@ -9,7 +9,6 @@ at a fixed 32 output tokens, timed alternately.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import torch
@@ -68,8 +67,8 @@ def main() -> None:
     steps = 32
     ta, tb = [], []
     for src in srcs[:30]:
-        x, y = alternate(lambda: greedy_fixed(ckpt.model, src, steps, False),
-                         lambda: greedy_fixed(ckpt.model, src, steps, True), rounds=1, warmup=0)
+        x, y = alternate(lambda s=src: greedy_fixed(ckpt.model, s, steps, False),
+                         lambda s=src: greedy_fixed(ckpt.model, s, steps, True), rounds=1, warmup=0)
         ta += x
         tb += y
     assert greedy_fixed(ckpt.model, srcs[0], steps, False) == greedy_fixed(ckpt.model, srcs[0], steps, True)

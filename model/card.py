@@ -71,7 +71,8 @@ def render_card(directory: str | Path) -> str:
         for name, r in evals.get("results", {}).items():
             lines.append(f"| {name} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
         first = next(iter(evals.get("results", {}).values()), {})
-        lines += ["", f"Signatures: BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`.",
+        sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
+        lines += ["", f"Signatures: {sigs}.",
                   "", f"Command: `{evals.get('command', '')}`", ""]
     else:
         lines += ["Not evaluated on the test set yet: run `python -m model.evaluate --checkpoint "

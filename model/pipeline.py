@@ -7,8 +7,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -130,3 +131,16 @@ def _step_json(step, pieces) -> dict[str, Any]:
                         "log_prob": r6(c.log_prob), "cum_log_prob": r6(c.cum_log_prob), "score": r6(c.score),
                         "status": c.status} for c in step.candidates],
     }
+
+
+def encoder_trace(ckpt: Checkpoint, texts: list[str]) -> Trace:
+    """Encode several sentences as one padded batch and trace it (the padding mask at work).
+    Raises InputError for an unusable text."""
+    cfg = ckpt.config
+    ids = [source_ids(ckpt, t) for t in texts]
+    src = collate([Example(i, [cfg.bos_id]) for i in ids], cfg.pad_id)[0].to(next(ckpt.model.parameters()).device)
+    trace = Trace(record_scores=True)
+    with torch.inference_mode():
+        ckpt.model.encode(src, trace=trace)
+    trace.source_tokens = [ckpt.src_tokenizer.pieces(row) for row in src.tolist()]
+    return trace

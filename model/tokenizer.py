@@ -7,8 +7,8 @@ checkpoint's config.json.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import sentencepiece as spm
 

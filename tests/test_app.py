@@ -132,3 +132,82 @@ def test_no_checkpoint_page(tmp_path, monkeypatch):
     app = AppTest.from_file(APP, default_timeout=30).run()
     assert not app.exception
     assert "No checkpoint yet" in app.title[0].value
+
+
+# ---- part 2 views -------------------------------------------------------------------------------
+def test_positional_view_equals_the_formula(at):
+    at.radio(key="view").set_value("positional").run()
+    assert not at.exception
+    spec = charts(at)["pe_heatmap"]
+    z = heatmaps(spec)[0]                                       # (S, D)
+    pos = np.arange(z.shape[0])[:, None]
+    i = np.arange(0, z.shape[1], 2)[None, :]
+    angle = pos / 10000 ** (i / z.shape[1])
+    assert np.allclose(z[:, 0::2], np.sin(angle), atol=1e-5)
+    assert np.allclose(z[:, 1::2], np.cos(angle), atol=1e-5)
+    assert len(tick_text(spec, "yaxis")) == z.shape[0]
+    assert {"pe_similarity", "pe_curves", "pe_decomposition"} <= set(charts(at))
+
+
+def test_masks_view_blocked_entries_are_zero_after_softmax(at):
+    at.radio(key="view").set_value("masks").run()
+    assert not at.exception
+    c = charts(at)
+    causal = heatmaps(c["causal_mask"])[0]
+    weights = heatmaps(c["weights"])[0]                        # decoder self by default
+    assert causal.shape == weights.shape and (causal == 0).any()
+    assert np.all(weights[causal == 0] == 0)
+    assert np.allclose(weights.sum(axis=1), 1, atol=1e-4)
+    scores = c["scores"]["data"][0]
+    blanks = np.array([[v is None for v in row] for row in scores["z"]]) if isinstance(scores["z"], list) \
+        else np.isnan(array(scores["z"]))
+    assert np.array_equal(blanks, causal == 0)
+    # the padded (shorter) sentence: blocked key columns get weight 0
+    pad_mask, pad_attn = heatmaps(c["pad_mask_1"])[0], heatmaps(c["pad_attn_1"])[0]
+    assert (pad_mask == 0).any() and np.all(pad_attn[pad_mask == 0] == 0)
+
+
+def test_inside_one_head_recomputes_the_models_weights(at):
+    at.radio(key="view").set_value("head").run()
+    assert not at.exception
+    assert any("equal the model's own" in c.value for c in at.caption)
+    scaled = array(charts(at)["head_pipeline"]["data"][2]["y"])
+    at.toggle(key="no_scale").set_value(True).run()
+    assert not at.exception
+    unscaled = array(charts(at)["head_pipeline"]["data"][2]["y"])
+    assert np.isclose(scaled.sum(), 1) and np.isclose(unscaled.sum(), 1)
+    assert unscaled.max() >= scaled.max()                      # a sharper softmax without 1/sqrt(d_k)
+    out = heatmaps(charts(at)["head_output"])[0]
+    assert np.allclose(out[:-1].sum(axis=0), out[-1], atol=1e-5)   # the last row is the sum of the others
+
+
+def test_model_card_view(at, app_checkpoints):
+    at.radio(key="view").set_value("card").run()
+    assert not at.exception
+    tables = at.dataframe
+    params = tables[1].value
+    assert params.iloc[-1]["component"] == "total"
+    from model.checkpoint import load_checkpoint
+    total = load_checkpoint(app_checkpoints / "multi30k-en-de").model.num_parameters()
+    assert params.iloc[-1]["parameters"] == f"{total:,}"
+
+
+def test_deep_link_round_trip(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    first = AppTest.from_file(APP, default_timeout=60).run()
+    first.text_input(key="text").set_value("the dog runs in the park").run()
+    first.radio(key="view").set_value("step").run()
+    first.radio(key="method").set_value("greedy").run()
+    first.button(key="next").click().run()
+    first.button(key="next").click().run()
+    assert not first.exception
+    link = {k: first.query_params[k] for k in first.query_params}
+    assert link["text"] == ["the dog runs in the park"] or link["text"] == "the dog runs in the park"
+    second = AppTest.from_file(APP, default_timeout=60)
+    for k, v in link.items():
+        second.query_params[k] = v[0] if isinstance(v, list) else v
+    second.run()
+    assert not second.exception
+    assert second.text_input(key="text").value == "the dog runs in the park"
+    assert second.radio(key="view").value == "step" and second.radio(key="method").value == "greedy"
+    assert any("Step 2" in m.value for m in second.markdown)

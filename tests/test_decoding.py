@@ -10,8 +10,15 @@ import torch
 from torch import Tensor
 
 from model import Trace
-from model.decoding import (DecodeOptions, beam_step, decode, forced_decode, greedy_batch, max_output_length,
-                            sampling_distribution)
+from model.decoding import (
+    DecodeOptions,
+    beam_step,
+    decode,
+    forced_decode,
+    greedy_batch,
+    max_output_length,
+    sampling_distribution,
+)
 from model.layers import DecoderCache
 from tests.conftest import random_batch, tiny_model
 

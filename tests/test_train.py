@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,8 @@ from safetensors.torch import load_file
 
 import train
 from model.checkpoint import load_checkpoint
-from model.pipeline import translate
 from model.decoding import DecodeOptions
+from model.pipeline import translate
 from tests.conftest import MULTI30K, ROOT
 
 WORDS = [f"w{c}" for c in "abcdefghijkl"]

@@ -1,4 +1,5 @@
 """View 2: step through greedy / beam / sampled decoding, token by token."""
+
 from __future__ import annotations
 
 import time
@@ -8,6 +9,7 @@ import streamlit as st
 from app import figures
 from app.analysis import first_divergence, tree_until
 from app.settings import Settings
+from app.ui import chart
 from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import Explanation
@@ -17,25 +19,36 @@ PLAY_DELAY_S = 0.7
 
 def controls(n_steps: int, key: str) -> int:
     """Previous / next / play / reset and a slider over steps 0..n_steps-1."""
-    if st.session_state.get("step_key") != key:                  # a new decoding: back to step 0
+    if st.session_state.get("step_key") != key:  # a new decoding: back to step 0
         st.session_state.update(step_key=key, step=0, playing=False)
-    if "next_step" in st.session_state:                          # set by play on the previous run
+    if "next_step" in st.session_state:  # set by play on the previous run
         st.session_state["step"] = st.session_state.pop("next_step")
     step = st.session_state["step"]
     c = st.columns([1, 1, 1, 1, 6])
     if c[0].button("Reset", key="reset", icon=":material/first_page:"):
         step, st.session_state["playing"] = 0, False
-    if c[1].button("Prev", key="prev", icon=":material/chevron_left:", disabled=step == 0):
+    if c[1].button(
+        "Prev", key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left", help="keyboard: ←"
+    ):
         step = max(0, step - 1)
-    if c[2].button("Next", key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1):
+    if c[2].button(
+        "Next",
+        key="next",
+        icon=":material/chevron_right:",
+        disabled=step >= n_steps - 1,
+        shortcut="Right",
+        help="keyboard: →",
+    ):
         step = min(n_steps - 1, step + 1)
     playing = st.session_state["playing"]
-    if c[3].button("Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:"):
+    if c[3].button(
+        "Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:"
+    ):
         st.session_state["playing"] = not st.session_state["playing"]
     st.session_state["step"] = min(step, n_steps - 1)
-    if n_steps > 1:
-        return c[4].slider("Step", 0, n_steps - 1, key="step")
-    return st.session_state["step"]
+    shown = c[4].slider("Step", 0, n_steps - 1, key="step") if n_steps > 1 else st.session_state["step"]
+    st.session_state["current_step"] = shown
+    return shown
 
 
 def render(ckpt: Checkpoint, ex: Explanation, settings: Settings, greedy: Explanation | None = None) -> None:
@@ -44,43 +57,82 @@ def render(ckpt: Checkpoint, ex: Explanation, settings: Settings, greedy: Explan
     src_tokens = ex.trace.source_tokens[0]
     t = controls(len(steps), key=f"{ex.text}|{settings.opts}")
     record = steps[t]
-    hyp_names = [f"{h.index}: {ckpt.tgt_tokenizer.decode(h.tokens) or '(start)'}  [score {h.score:.2f}]"
-                 for h in record.hypotheses]
+    hyp_names = [
+        f"{h.index}: {ckpt.tgt_tokenizer.decode(h.tokens) or '(start)'}  [score {h.score:.2f}]"
+        for h in record.hypotheses
+    ]
     chosen_index = 0
     if len(record.hypotheses) > 1:
-        chosen_index = st.selectbox("Hypothesis to inspect", range(len(hyp_names)), format_func=hyp_names.__getitem__,
-                                    key=f"hyp_{t}")
+        chosen_index = st.selectbox(
+            "Hypothesis to inspect", range(len(hyp_names)), format_func=hyp_names.__getitem__, key=f"hyp_{t}"
+        )
     hyp = record.hypotheses[chosen_index]
     so_far = pieces(hyp.tokens)
-    st.markdown(f"**Step {t}** of {len(steps) - 1}. Output so far: `{ckpt.tgt_tokenizer.decode(hyp.tokens) or '(nothing yet)'}`")
+    st.markdown(
+        f"**Step {t}** of {len(steps) - 1}. Output so far: `{ckpt.tgt_tokenizer.decode(hyp.tokens) or '(nothing yet)'}`"
+    )
 
     if settings.opts.method == "beam":
         nodes, edges, index = tree_until(steps, t, pieces)
-        st.plotly_chart(figures.beam_tree(nodes, edges, title="beam search tree (● live/kept, ■ finished, × pruned)",
-                                          selected=index.get((t, chosen_index)), font_size=settings.font_size),
-                        width="stretch", key="tree")
+        chart(
+            st,
+            figures.beam_tree(
+                nodes,
+                edges,
+                title="beam search tree (● live/kept, ■ finished, × pruned)",
+                selected=index.get((t, chosen_index)),
+                font_size=settings.font_size,
+            ),
+            key="tree",
+            settings=settings,
+        )
 
     left, right = st.columns([2, 3])
     with left:
         chosen = _chosen_token(record, chosen_index)
         top_tokens = [pieces([tok])[0] for tok, _ in hyp.top_k]
-        st.plotly_chart(figures.top_k_bar(top_tokens, [p for _, p in hyp.top_k],
-                                          chosen=pieces([chosen])[0] if chosen is not None else None,
-                                          title=f"next token after {len(so_far)} input tokens",
-                                          font_size=settings.font_size),
-                        width="stretch", key="topk")
+        chart(
+            st,
+            figures.top_k_bar(
+                top_tokens,
+                [p for _, p in hyp.top_k],
+                chosen=pieces([chosen])[0] if chosen is not None else None,
+                title=f"next token after {len(so_far)} input tokens",
+                font_size=settings.font_size,
+            ),
+            key="topk",
+            settings=settings,
+        )
     with right:
         if hyp.cross_attn is not None:
-            st.plotly_chart(figures.row_across_heads(hyp.cross_attn[:, :, None, :].numpy(), 0, src_tokens,
-                                                     so_far[-1], colorscale=settings.colorscale,
-                                                     font_size=settings.font_size)
-                            .update_layout(title=f"cross-attention of the new position ({figures.label(so_far[-1])})"),
-                            width="stretch", key="cross_row")
+            chart(
+                st,
+                figures.row_across_heads(
+                    hyp.cross_attn[:, :, None, :].numpy(),
+                    0,
+                    src_tokens,
+                    so_far[-1],
+                    colorscale=settings.colorscale,
+                    font_size=settings.font_size,
+                ).update_layout(title=f"cross-attention of the new position ({figures.label(so_far[-1])})"),
+                key="cross_row",
+                settings=settings,
+            )
     if hyp.self_attn is not None:
         with st.expander("Decoder self-attention of the new position"):
-            st.plotly_chart(figures.row_across_heads(hyp.self_attn[:, :, None, :].numpy(), 0, so_far, so_far[-1],
-                                                     colorscale=settings.colorscale, font_size=settings.font_size),
-                            width="stretch", key="self_row")
+            chart(
+                st,
+                figures.row_across_heads(
+                    hyp.self_attn[:, :, None, :].numpy(),
+                    0,
+                    so_far,
+                    so_far[-1],
+                    colorscale=settings.colorscale,
+                    font_size=settings.font_size,
+                ),
+                key="self_row",
+                settings=settings,
+            )
     if greedy is not None:
         _side_by_side(ckpt, ex, greedy)
     if st.session_state.get("playing"):
@@ -107,8 +159,9 @@ def _side_by_side(ckpt: Checkpoint, beam: Explanation, greedy: Explanation) -> N
     pieces = ckpt.tgt_tokenizer.pieces
     c1, c2 = st.columns(2)
     for col, name, toks in ((c1, "greedy", g), (c2, "beam", b)):
-        shown = [f"**:red[{figures.label(p)}]**" if i == where else figures.label(p)
-                 for i, p in enumerate(pieces(toks))]
+        shown = [
+            f"**:red[{figures.label(p)}]**" if i == where else figures.label(p) for i, p in enumerate(pieces(toks))
+        ]
         col.markdown(f"**{name}:** " + " ".join(shown))
     st.caption("identical" if where is None else f"first different token at output position {where} (in red)")
 
