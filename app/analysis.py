@@ -78,3 +78,17 @@ def parameter_counts(model) -> list[tuple[str, int]]:
         if n:
             rows.append((name, n))
     return rows
+
+
+def matrix_csv(matrix, rows: Sequence[str], cols: Sequence[str]) -> str:
+    """A matrix as CSV, row and column tokens as headers (prefixed with their position,
+    so repeated tokens stay distinct)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([""] + [f"{j}:{c}" for j, c in enumerate(cols)])
+    for i, (r, values) in enumerate(zip(rows, matrix)):
+        w.writerow([f"{i}:{r}"] + [f"{float(v):.6g}" for v in values])
+    return buf.getvalue()

@@ -526,3 +526,18 @@ def training_curves(log: Sequence[dict], font_size: int = 12) -> go.Figure:
         font=dict(size=font_size),
     )
     return fig
+
+
+def probability_change(tokens: Sequence[str], before: Sequence[float], after: Sequence[float],
+                       font_size: int = 12) -> go.Figure:
+    """Each output token's probability with all heads, and with the chosen heads off."""
+    x = list(range(len(tokens)))
+    fig = go.Figure([go.Bar(x=x, y=list(before), name="all heads", customdata=labels(tokens),
+                            hovertemplate="%{customdata}: %{y:.4f}<extra>all heads</extra>"),
+                     go.Bar(x=x, y=list(after), name="heads knocked out", customdata=labels(tokens),
+                            hovertemplate="%{customdata}: %{y:.4f}<extra>knocked out</extra>")])
+    fig.update_layout(barmode="group", title="probability of each token of the original translation",
+                      xaxis=_axis(tokens, "token", font_size=font_size), yaxis=dict(title="probability", range=[0, 1]),
+                      height=380, margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h"),
+                      font=dict(size=font_size))
+    return fig

@@ -18,7 +18,7 @@ import streamlit as st  # noqa: E402
 
 from app import links, state  # noqa: E402
 from app.settings import Settings, sidebar  # noqa: E402
-from app.views import card, explore, head, masks, positional, stepper  # noqa: E402
+from app.views import card, explore, head, knockout, masks, positional, stepper  # noqa: E402
 from model.checkpoint import CheckpointError  # noqa: E402
 from model.pipeline import InputError, explanation_json  # noqa: E402
 
@@ -45,6 +45,7 @@ VIEWS = {
     "positional": "Positional encoding",
     "masks": "Masks",
     "head": "Inside one head",
+    "knockout": "Head knockout",
     "card": "Model card & training",
 }
 
@@ -131,7 +132,8 @@ def page() -> None:
             greedy = state.get_explanation(str(settings.checkpoint), text, stepper.greedy_options(settings.opts))
         stepper.render(ckpt, ex, settings, greedy)
         return
-    {"explore": explore, "positional": positional, "masks": masks, "head": head}[view].render(ckpt, ex, settings)
+    views = {"explore": explore, "positional": positional, "masks": masks, "head": head, "knockout": knockout}
+    views[view].render(ckpt, ex, settings)
 
 
 def export_ui(ckpt, ex, settings: Settings) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from app.analysis import matrix_csv
 from app.settings import Settings
 
 
@@ -20,3 +21,9 @@ def chart(where: Any, fig: go.Figure, key: str, settings: Settings) -> None:
             "toImageButtonOptions": {"format": settings.image_format, "filename": key, "scale": 2},
         },
     )
+
+
+def csv_button(where: Any, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:
+    """A download button for the matrix a figure shows."""
+    where.download_button(f"Download {name}.csv", data=matrix_csv(matrix, rows, cols), file_name=f"{name}.csv",
+                          mime="text/csv", key=f"csv_{name}", on_click="ignore")

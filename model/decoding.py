@@ -308,13 +308,15 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
 
 
 @torch.inference_mode()
-def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions()) -> list[DecodeResult]:
+def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(),
+           knockout: frozenset[str] = frozenset()) -> list[DecodeResult]:
     """Decode a padded batch of source ids src (B, S) (EOS-terminated, pad_id padded).
 
-    Returns one DecodeResult per sentence, equal to decoding it alone.
+    Returns one DecodeResult per sentence, equal to decoding it alone. knockout: heads
+    switched off (see Transformer.encode).
     """
     src_mask = model.src_mask(src)                                          # (B, 1, 1, S)
-    memory = model.encode(src, src_mask)                                    # (B, S, D)
+    memory = model.encode(src, src_mask, knockout=knockout)                 # (B, S, D)
     sentences = _start(model, src, opts)
     cache = DecoderCache.empty(model.cfg.n_decoder_layers)
     row_source = torch.arange(src.size(0), device=src.device)              # sentence of each row
@@ -322,7 +324,7 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
         last = torch.tensor([[h.tokens[-1]] for s in sentences if not s.done for h in s.live],
                             device=src.device)                              # (R, 1)
         trace = Trace() if opts.record_steps else None
-        hidden = model.decode(last, memory[row_source], src_mask[row_source], cache, trace)
+        hidden = model.decode(last, memory[row_source], src_mask[row_source], cache, trace, knockout)
         log_probs = output_log_probs(model, hidden[:, -1]).cpu()            # (R, V)
         keep = _decide(sentences, log_probs, trace, opts, model.cfg.eos_id, step)
         if not keep:
@@ -373,15 +375,16 @@ class ForcedResult:
 
 
 @torch.inference_mode()
-def forced_decode(model: Transformer, src: Tensor, reference: list[int], trace: Trace | None = None) -> ForcedResult:
+def forced_decode(model: Transformer, src: Tensor, reference: list[int], trace: Trace | None = None,
+                  knockout: frozenset[str] = frozenset()) -> ForcedResult:
     """Teacher-forced pass of one sentence src (1, S) over reference ids (no bos/eos):
     each reference token's probability and rank, and the trace of the pass."""
     cfg = model.cfg
     gold = torch.tensor(reference + [cfg.eos_id], device=src.device)                  # (T,)
     tgt = torch.tensor([[cfg.bos_id] + reference], device=src.device)                 # (1, T)
     src_mask = model.src_mask(src)
-    memory = model.encode(src, src_mask, trace)
-    log_probs = output_log_probs(model, model.decode(tgt, memory, src_mask, trace=trace))[0]  # (T, V)
+    memory = model.encode(src, src_mask, trace, knockout)
+    log_probs = output_log_probs(model, model.decode(tgt, memory, src_mask, trace=trace, knockout=knockout))[0]  # (T, V)
     gold_lp = log_probs.gather(1, gold[:, None])[:, 0]                                # (T,)
     ranks = (log_probs > gold_lp[:, None]).sum(-1) + 1
     return ForcedResult(gold.tolist(), gold_lp.exp().tolist(), ranks.tolist(), trace)

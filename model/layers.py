@@ -135,11 +135,12 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: Tensor, kv_input: Tensor, mask: Tensor | None,
                 trace: Trace | None = None, name: str = "", cache: KVCache | None = None,
-                static_kv: bool = False) -> Tensor:
+                static_kv: bool = False, knockout: frozenset[str] = frozenset()) -> Tensor:
         """query (B, Tq, D), kv_input (B, Tk, D) -> (B, Tq, D).
 
         static_kv: the keys/values come from a fixed memory (cross-attention) and
         are computed once per cache; otherwise new positions are appended to it.
+        knockout: head names "{name}.{h}" whose output is zeroed before W^O.
         """
         q = self._split(self.w_q(query))                                # (B, H, Tq, d)
         k, v = self._keys_values(kv_input, cache, static_kv)            # (B, H, Tk, d)
@@ -152,6 +153,9 @@ class MultiHeadAttention(nn.Module):
             if trace.record_qkv:
                 for label, t in (("q", q), ("k", k), ("v", v)):
                     trace.record(f"{name}.{label}", t)
+        if knockout:
+            keep = [f"{name}.{h}" not in knockout for h in range(self.n_heads)]
+            out = out * torch.tensor(keep, dtype=out.dtype, device=out.device)[None, :, None, None]
         b, _, tq, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, tq, -1))        # (B, Tq, D)
 
@@ -180,15 +184,17 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout1, self.dropout2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
+                knockout: frozenset[str] = frozenset()) -> Tensor:
         if self.norm_first:
-            x = x + self._self_attn_block(self.norm1(x), mask, trace, name)
+            x = x + self._self_attn_block(self.norm1(x), mask, trace, name, knockout)
             return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._self_attn_block(x, mask, trace, name))
+        x = self.norm1(x + self._self_attn_block(x, mask, trace, name, knockout))
         return self.norm2(x + self._ff_block(x))
 
-    def _self_attn_block(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn"))
+    def _self_attn_block(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
+                         knockout: frozenset[str]) -> Tensor:
+        return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn", knockout=knockout))
 
     def _ff_block(self, x: Tensor) -> Tensor:
         return self.dropout2(self.feed_forward(x))
@@ -207,23 +213,25 @@ class DecoderLayer(nn.Module):
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(cfg.dropout) for _ in range(3))
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor,
-                trace: Trace | None, name: str, cache: tuple[KVCache, KVCache] | None = None) -> Tensor:
+                trace: Trace | None, name: str, cache: tuple[KVCache, KVCache] | None = None,
+                knockout: frozenset[str] = frozenset()) -> Tensor:
         self_cache, cross_cache = cache if cache is not None else (None, None)
         if self.norm_first:
-            x = x + self._self_attn_block(self.norm1(x), self_mask, trace, name, self_cache)
-            x = x + self._cross_attn_block(self.norm2(x), memory, cross_mask, trace, name, cross_cache)
+            x = x + self._self_attn_block(self.norm1(x), self_mask, trace, name, self_cache, knockout)
+            x = x + self._cross_attn_block(self.norm2(x), memory, cross_mask, trace, name, cross_cache, knockout)
             return x + self._ff_block(self.norm3(x))
-        x = self.norm1(x + self._self_attn_block(x, self_mask, trace, name, self_cache))
-        x = self.norm2(x + self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache))
+        x = self.norm1(x + self._self_attn_block(x, self_mask, trace, name, self_cache, knockout))
+        x = self.norm2(x + self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache, knockout))
         return self.norm3(x + self._ff_block(x))
 
     def _self_attn_block(self, x: Tensor, mask: Tensor | None, trace: Trace | None, name: str,
-                         cache: KVCache | None) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn", cache))
+                         cache: KVCache | None, knockout: frozenset[str]) -> Tensor:
+        return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn", cache, knockout=knockout))
 
     def _cross_attn_block(self, x: Tensor, memory: Tensor, mask: Tensor, trace: Trace | None, name: str,
-                          cache: KVCache | None) -> Tensor:
-        out = self.cross_attn(x, memory, mask, trace, f"{name}.cross_attn", cache, static_kv=True)
+                          cache: KVCache | None, knockout: frozenset[str]) -> Tensor:
+        out = self.cross_attn(x, memory, mask, trace, f"{name}.cross_attn", cache, static_kv=True,
+                              knockout=knockout)
         return self.dropout2(out)
 
     def _ff_block(self, x: Tensor) -> Tensor:

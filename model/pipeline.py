@@ -80,19 +80,20 @@ class Explanation:
 
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
-            reference: str | None = None, record_scores: bool = True, record_qkv: bool = False) -> Explanation:
+            reference: str | None = None, record_scores: bool = True, record_qkv: bool = False,
+            knockout: frozenset[str] = frozenset()) -> Explanation:
     """Decode one sentence with per-step records, then trace one teacher-forced pass over
-    the output (or over the reference, when given)."""
+    the output (or over the reference, when given). knockout: heads switched off."""
     model, cfg = ckpt.model, ckpt.config
     ids = source_ids(ckpt, text)
     device = next(model.parameters()).device
     src = torch.tensor([ids], device=device)
-    result = decode(model, src, opts)[0]
+    result = decode(model, src, opts, knockout)[0]
     forced_ids = result.tokens
     if reference is not None:
         forced_ids = ckpt.tgt_tokenizer.encode(reference.strip())[: cfg.max_positions - 1]
     trace = Trace(record_scores=record_scores, record_qkv=record_qkv)
-    forced = forced_decode(model, src, forced_ids, trace)
+    forced = forced_decode(model, src, forced_ids, trace, knockout)
     target_ids = [cfg.bos_id] + forced_ids
     trace.source_tokens = [ckpt.src_tokenizer.pieces(ids)]
     trace.target_tokens = [ckpt.tgt_tokenizer.pieces(target_ids)]
@@ -144,3 +145,20 @@ def encoder_trace(ckpt: Checkpoint, texts: list[str]) -> Trace:
         ckpt.model.encode(src, trace=trace)
     trace.source_tokens = [ckpt.src_tokenizer.pieces(row) for row in src.tolist()]
     return trace
+
+
+def token_probabilities(ckpt: Checkpoint, source: list[int], output: list[int],
+                        knockout: frozenset[str] = frozenset()) -> ForcedResult:
+    """Probability and rank of each token of `output` (then EOS) given `source` (ids with EOS)."""
+    src = torch.tensor([source], device=next(ckpt.model.parameters()).device)
+    return forced_decode(ckpt.model, src, output, knockout=knockout)
+
+
+def head_names(ckpt: Checkpoint) -> list[str]:
+    """Every attention head, by the name `knockout` uses."""
+    cfg = ckpt.config
+    names = [f"encoder.{i}.self_attn.{h}" for i in range(cfg.n_encoder_layers) for h in range(cfg.n_heads)]
+    for i in range(cfg.n_decoder_layers):
+        for module in ("self_attn", "cross_attn"):
+            names += [f"decoder.{i}.{module}.{h}" for h in range(cfg.n_heads)]
+    return names

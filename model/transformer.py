@@ -25,9 +25,9 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else None
 
-    def forward(self, x: Tensor, mask: Tensor, trace: Trace | None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, knockout: frozenset[str]) -> Tensor:
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask, trace, f"encoder.{i}")
+            x = layer(x, mask, trace, f"encoder.{i}", knockout)
         return self.norm(x) if self.norm is not None else x
 
 
@@ -38,10 +38,10 @@ class Decoder(nn.Module):
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else None
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor,
-                trace: Trace | None, cache: DecoderCache | None) -> Tensor:
+                trace: Trace | None, cache: DecoderCache | None, knockout: frozenset[str]) -> Tensor:
         for i, layer in enumerate(self.layers):
             layer_cache = (cache.self_attn[i], cache.cross_attn[i]) if cache is not None else None
-            x = layer(x, memory, self_mask, cross_mask, trace, f"decoder.{i}", layer_cache)
+            x = layer(x, memory, self_mask, cross_mask, trace, f"decoder.{i}", layer_cache, knockout)
         return self.norm(x) if self.norm is not None else x
 
 
@@ -88,16 +88,22 @@ class Transformer(nn.Module):
             trace.record(f"{side}.input", x)
         return self.dropout(x)
 
-    def encode(self, src: Tensor, src_mask: Tensor | None = None, trace: Trace | None = None) -> Tensor:
-        """src (B, S) -> memory (B, S, D)."""
+    def encode(self, src: Tensor, src_mask: Tensor | None = None, trace: Trace | None = None,
+               knockout: frozenset[str] = frozenset()) -> Tensor:
+        """src (B, S) -> memory (B, S, D).
+
+        knockout: attention heads switched off, named "encoder.{i}.self_attn.{h}" (and
+        "decoder.{i}.self_attn.{h}", "decoder.{i}.cross_attn.{h}" for `decode`): their
+        output is zeroed before the output projection W^O.
+        """
         src_mask = self.src_mask(src) if src_mask is None else src_mask
         if trace is not None:
             b, s = src.shape
             trace.record("masks.encoder_self", masks.expand(src_mask, b, s, s))
-        return self.encoder(self._embed(self.src_embed, src, 0, trace, "source"), src_mask, trace)
+        return self.encoder(self._embed(self.src_embed, src, 0, trace, "source"), src_mask, trace, knockout)
 
     def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
-               trace: Trace | None = None) -> Tensor:
+               trace: Trace | None = None, knockout: frozenset[str] = frozenset()) -> Tensor:
         """tgt (B, T) decoder input ids (start symbol first), memory (B, S, D) -> (B, T, D).
 
         With a cache, `tgt` holds only the new positions; earlier ones come from it.
@@ -111,7 +117,7 @@ class Transformer(nn.Module):
             trace.record("masks.decoder_self", masks.expand(full, b, t, keys))
             trace.record("masks.cross", masks.expand(src_mask, b, t, memory.size(1)))
         x = self._embed(self.tgt_embed, tgt, offset, trace, "target")
-        return self.decoder(x, memory, self_mask, src_mask, trace, cache)
+        return self.decoder(x, memory, self_mask, src_mask, trace, cache, knockout)
 
     def _decoder_self_mask(self, tgt: Tensor, offset: int) -> Tensor | None:
         if offset == 0:
@@ -120,11 +126,12 @@ class Transformer(nn.Module):
             return None                                                      # one new query sees all cached keys
         return masks.causal_mask(tgt.size(1), offset + tgt.size(1), tgt.device)
 
-    def forward(self, src: Tensor, tgt: Tensor, trace: Trace | None = None) -> Tensor:
+    def forward(self, src: Tensor, tgt: Tensor, trace: Trace | None = None,
+                knockout: frozenset[str] = frozenset()) -> Tensor:
         """Teacher-forced pass: src (B, S), tgt (B, T) -> logits (B, T, V)."""
         src_mask = self.src_mask(src)
-        memory = self.encode(src, src_mask, trace)
-        return self.generator(self.decode(tgt, memory, src_mask, trace=trace))
+        memory = self.encode(src, src_mask, trace, knockout)
+        return self.generator(self.decode(tgt, memory, src_mask, trace=trace, knockout=knockout))
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

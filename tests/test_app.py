@@ -211,3 +211,24 @@ def test_deep_link_round_trip(app_checkpoints, monkeypatch):
     assert second.text_input(key="text").value == "the dog runs in the park"
     assert second.radio(key="view").value == "step" and second.radio(key="method").value == "greedy"
     assert any("Step 2" in m.value for m in second.markdown)
+
+
+def test_knocking_out_a_whole_layer_changes_the_output(at):
+    at.radio(key="view").set_value("knockout").run()
+    assert not at.exception
+    assert any("Choose heads" in i.value for i in at.info)
+    original = at.markdown[0].value
+    at.multiselect(key="ko_layers").set_value(["decoder.1.cross_attn", "decoder.0.cross_attn"]).run()
+    assert not at.exception
+    texts = [m.value for m in at.markdown]
+    assert any(t.startswith("**Without 8 head(s):**") for t in texts)
+    assert any("the translation changed" in c.value for c in at.caption), (original, texts)
+    spec = charts(at)["ko_probs"]
+    before, after = array(spec["data"][0]["y"]), array(spec["data"][1]["y"])
+    assert before.shape == after.shape and not np.allclose(before, after)
+
+
+def test_matrix_csv_keeps_repeated_tokens_apart():
+    from app.analysis import matrix_csv
+    text = matrix_csv(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "a"], ["x", "<b>"])
+    assert text.splitlines() == [",0:x,1:<b>", "0:a,0.25,0.75", "1:a,1,0"]

@@ -141,10 +141,11 @@ class ScriptedModel:
     def src_mask(self, src: Tensor) -> Tensor:
         return (src != PAD)[:, None, None, :]
 
-    def encode(self, src: Tensor, src_mask: Tensor) -> Tensor:
+    def encode(self, src: Tensor, src_mask: Tensor, knockout=frozenset()) -> Tensor:
         return torch.zeros(src.size(0), src.size(1), 1)
 
-    def decode(self, last: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache, trace=None) -> Tensor:
+    def decode(self, last: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache, trace=None,
+               knockout=frozenset()) -> Tensor:
         kv = cache.self_attn[0]
         kv.k = last.float()[:, None] if kv.k is None else torch.cat([kv.k, last.float()[:, None]], dim=2)
         kv.v = kv.k

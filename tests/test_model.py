@@ -239,3 +239,24 @@ def test_tied_embeddings_share_one_tensor():
     assert m.src_embed.lut.weight is m.tgt_embed.lut.weight is m.generator.weight
     untied = tiny_model(V, tie_embeddings=False)
     assert untied.src_embed.lut.weight is not untied.generator.weight
+
+
+def test_head_knockout():
+    m = tiny_model(V)
+    src, tgt = random_batch(V, SRC_LENGTHS, 1), random_batch(V, TGT_LENGTHS, 2, bos=True)
+    with torch.no_grad():
+        base = m(src, tgt)
+        assert torch.equal(m(src, tgt, knockout=frozenset({"encoder.9.self_attn.0"})), base)  # names nothing
+        one = m(src, tgt, knockout=frozenset({"decoder.1.cross_attn.2"}))
+        layer = frozenset(f"encoder.0.self_attn.{h}" for h in range(4))
+        whole = m(src, tgt, knockout=layer)
+        # with every head of a layer off, that sublayer adds only W^O's bias: equal to zeroing the heads by hand
+        trace = Trace()
+        traced = m(src, tgt, trace, knockout=layer)
+    assert not torch.allclose(one, base, atol=1e-4) and not torch.allclose(whole, base, atol=1e-4)
+    assert torch.allclose(traced, whole, atol=1e-5)             # the recording path agrees with the fast path
+    attn_block = m.encoder.layers[0]._self_attn_block
+    x = torch.randn(2, 5, 32)
+    with torch.no_grad():
+        out = attn_block(x, torch.ones(1, 1, 1, 5, dtype=torch.bool), None, "encoder.0", layer)
+    assert torch.allclose(out, m.encoder.layers[0].self_attn.w_o.bias.expand_as(out))

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import figures
 from app.settings import Settings
-from app.ui import chart
+from app.ui import chart, csv_button
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation
 
@@ -79,6 +79,7 @@ def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
             key="single",
             settings=settings,
         )
+        csv_button(st, attn[layer, head], rows, cols, f"{kind}-layer{layer}-head{head}")
     if picked is not None:
         chart(
             st,

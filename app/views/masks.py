@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import figures, state
 from app.settings import Settings
-from app.ui import chart
+from app.ui import chart, csv_button
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation, InputError
 
@@ -115,3 +115,6 @@ def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
         key="weights",
         settings=settings,
     )
+    a, b = st.columns(2)
+    csv_button(a, scores, rows, keys, f"scores-{kind}-layer{layer}-head{head}")
+    csv_button(b, weights, rows, keys, f"weights-{kind}-layer{layer}-head{head}")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import figures
 from app.settings import Settings
-from app.ui import chart
+from app.ui import chart, csv_button
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation
 
@@ -30,6 +30,7 @@ def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
     c1, c2 = st.columns(2)
     chart(c1, figures.pe_heatmap(pe, tokens, font_size=fs), key="pe_heatmap", settings=settings)
     chart(c2, figures.pe_similarity(pe, tokens, font_size=fs), key="pe_similarity", settings=settings)
+    csv_button(c1, pe, tokens, [str(i) for i in range(pe.shape[1])], "positional-encoding")
     d = ckpt.config.d_model
     dims = st.multiselect("Dimensions to plot", list(range(d)), default=[0, 1, 8, min(64, d - 2), d - 2], key="pe_dims")
     positions = st.slider(
