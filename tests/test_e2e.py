@@ -121,6 +121,37 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     assert shown == expected
 
 
+VIEW_LABELS = {"positional": "Positional encoding", "masks": "Masks", "head": "Inside one head",
+               "knockout": "Head knockout", "card": "Model card & training"}
+
+
+def test_every_view_renders(server, browser):
+    url, _ = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(url)
+    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+    settle(page)
+    for view, label in VIEW_LABELS.items():
+        page.get_by_text(label, exact=True).click()
+        settle(page)
+        no_errors(page)
+        if view == "knockout":
+            page.get_by_text("Choose heads or layers", exact=False).wait_for()
+        elif view == "card":
+            page.wait_for_selector("[data-testid='stDataFrame']")
+        else:
+            page.wait_for_selector("[data-testid='stPlotlyChart']")
+        page.screenshot(path=str(ARTIFACTS / f"{view}.png"), full_page=True)
+    # projector mode: larger fonts in the figures
+    page.get_by_text("Positional encoding", exact=True).click()
+    settle(page)
+    page.get_by_text("Projector mode", exact=False).click()
+    settle(page)
+    no_errors(page)
+    page.screenshot(path=str(ARTIFACTS / "projector.png"), full_page=False)
+
+
 def test_markup_is_not_executed(server, browser):
     url, _ = server
     page = browser.new_page()

@@ -51,7 +51,20 @@ def controls(n_steps: int, key: str) -> int:
     return shown
 
 
+CAPTIONS = {
+    "greedy": "Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "
+              "tokens so far (masked self-attention), outputs P(next token) = softmax(h Wᵀ), and takes the "
+              "likeliest token.",
+    "beam": "Beam search keeps the k best partial translations. Each step extends every one by its likeliest "
+            "tokens, scores them by total log-probability divided by the length penalty ((5+n)/6)^α, keeps the "
+            "best k, and sets aside those that ended with </s>.",
+    "sample": "Sampling draws each token at random from softmax(logits / T): a low temperature T sharpens the "
+              "distribution towards greedy, a high one flattens it.",
+}
+
+
 def render(ckpt: Checkpoint, ex: Explanation, settings: Settings, greedy: Explanation | None = None) -> None:
+    st.caption(CAPTIONS[settings.opts.method] + " Keyboard: ← and → step.")
     steps = ex.result.steps
     pieces = ckpt.tgt_tokenizer.pieces
     src_tokens = ex.trace.source_tokens[0]
