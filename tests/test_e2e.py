@@ -83,13 +83,19 @@ def no_errors(page) -> None:
     assert "Traceback" not in page.content()
 
 
-def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
-    url, root = server
+def open_app(browser, url: str):
+    """A new page on the app, its first charts drawn."""
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     page.goto(url)
     page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
     settle(page)
+    return page
+
+
+def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
+    url, root = server
+    page = open_app(browser, url)
 
     box = page.get_by_label("Sentence to translate", exact=False)
     box.fill(SENTENCE)
@@ -126,12 +132,7 @@ VIEW_LABELS = {"positional": "Positional encoding", "masks": "Masks", "head": "I
 
 
 def test_every_view_renders(server, browser):
-    url, _ = server
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
-    page.goto(url)
-    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
-    settle(page)
+    page = open_app(browser, server[0])
     for view, label in VIEW_LABELS.items():
         page.get_by_text(label, exact=True).click()
         settle(page)
@@ -153,13 +154,9 @@ def test_every_view_renders(server, browser):
 
 
 def test_markup_is_not_executed(server, browser):
-    url, _ = server
-    page = browser.new_page()
+    page = open_app(browser, server[0])
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(url)
-    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
-    settle(page)
     box = page.get_by_label("Sentence to translate", exact=False)
     box.fill("<b>hi</b><script>alert(1)</script><img src=x onerror=alert(2)>")
     box.press("Enter")
