@@ -1,6 +1,7 @@
 """Shared fixtures: tiny models and tokenizers made on the spot (no data needed)."""
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from model.transformer import Transformer
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
-MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+MULTI30K = Path(os.environ.get("MULTI30K_DIR", ROOT.parent / "shared" / "data" / "multi30k"))
 WORDS = "a the dog cat man woman runs sits on in park street red blue ball big small child plays".split()
 
 

@@ -110,7 +110,7 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     settle(page)
     no_errors(page)
     page.screenshot(path=str(ARTIFACTS / "step-0.png"), full_page=True)
-    next_button = page.locator("[data-testid='stButton'] button", has_text="Next")
+    next_button = page.locator(".st-key-next button")
     last = int(re.search(r"Step 0 of (\d+)", page.inner_text("body")).group(1))
     for _ in range(last):
         next_button.click()
