@@ -74,6 +74,7 @@ def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: To
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    tmp.chmod(0o755)                                   # mkdtemp makes it private
     joint = src_tokenizer.proto == tgt_tokenizer.proto
     tok_files = {"src": "spm.model", "tgt": "spm.model"} if joint else {"src": "spm.src.model", "tgt": "spm.tgt.model"}
     config = {"format": FORMAT, **(meta or {}), "model": model.cfg.to_dict(),
