@@ -121,7 +121,7 @@ def page() -> None:
     except InputError as exc:
         st.info(f"Nothing to show yet: {exc}.")
         return
-    st.markdown(f"### {ex.output or '(empty output)'}")
+    st.container(key="translation").markdown(f"### {ex.output or '(empty output)'}")
     unknown = ex.source_ids.count(ckpt.config.unk_id)
     if unknown:
         st.caption(f"{unknown} piece(s) of the input are outside the vocabulary and shown as <unk>.")

@@ -103,19 +103,23 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     settle(page)
     page.wait_for_selector("[data-testid='stPlotlyChart']")
     no_errors(page)
-    shown = page.locator("h3").first.inner_text().strip()
+    shown = page.locator(".st-key-translation h3").first.inner_text().strip()
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
 
     page.get_by_text("Step through decoding").click()
     settle(page)
     no_errors(page)
     page.screenshot(path=str(ARTIFACTS / "step-0.png"), full_page=True)
-    next_button = page.locator(".st-key-next button")
+    next_button = page.locator(".st-key-next button").first
     last = int(re.search(r"Step 0 of (\d+)", page.inner_text("body")).group(1))
-    for _ in range(last):
-        next_button.click()
+    for i in range(last):
+        if i % 2:
+            page.keyboard.press("ArrowRight")                    # the keyboard shortcut steps too
+        else:
+            next_button.click()
         settle(page)
-    assert next_button.is_disabled()
+        assert f"Step {i + 1} of {last}" in page.inner_text("body")
+    assert page.locator(".st-key-next button:disabled").count() >= 1     # nothing left to step
     no_errors(page)
     assert f"Step {last} of {last}" in page.inner_text("body")
     page.screenshot(path=str(ARTIFACTS / "step-last.png"), full_page=True)

@@ -17,36 +17,36 @@ from model.pipeline import Explanation
 PLAY_DELAY_S = 0.7
 
 
+def _move(delta: int, n_steps: int) -> None:
+    st.session_state["step"] = max(0, min(n_steps - 1, st.session_state.get("step", 0) + delta))
+
+
+def _reset() -> None:
+    st.session_state.update(step=0, playing=False)
+
+
+def _toggle_play() -> None:
+    st.session_state["playing"] = not st.session_state.get("playing", False)
+
+
 def controls(n_steps: int, key: str) -> int:
-    """Previous / next / play / reset and a slider over steps 0..n_steps-1."""
+    """Previous / next / play / reset and a slider over steps 0..n_steps-1. The buttons
+    act in callbacks, before the page is drawn, so their disabled states are current."""
     if st.session_state.get("step_key") != key:  # a new decoding: back to step 0
         st.session_state.update(step_key=key, step=0, playing=False)
-    if "next_step" in st.session_state:  # set by play on the previous run
+    if "next_step" in st.session_state:  # from a link, or set by play on the previous run
         st.session_state["step"] = st.session_state.pop("next_step")
-    step = st.session_state["step"]
-    c = st.columns([1, 1, 1, 1, 6])
-    if c[0].button("Reset", key="reset", icon=":material/first_page:"):
-        step, st.session_state["playing"] = 0, False
-    if c[1].button(
-        "Prev", key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left", help="keyboard: ←"
-    ):
-        step = max(0, step - 1)
-    if c[2].button(
-        "Next",
-        key="next",
-        icon=":material/chevron_right:",
-        disabled=step >= n_steps - 1,
-        shortcut="Right",
-        help="keyboard: →",
-    ):
-        step = min(n_steps - 1, step + 1)
+    st.session_state["step"] = step = max(0, min(st.session_state["step"], n_steps - 1))
     playing = st.session_state["playing"]
-    if c[3].button(
-        "Pause" if playing else "Play", key="play", icon=":material/pause:" if playing else ":material/play_arrow:"
-    ):
-        st.session_state["playing"] = not st.session_state["playing"]
-    st.session_state["step"] = min(step, n_steps - 1)
-    shown = c[4].slider("Step", 0, n_steps - 1, key="step") if n_steps > 1 else st.session_state["step"]
+    c = st.columns([1.1, 1.3, 1.3, 1.1, 5])
+    c[0].button("Reset", key="reset", icon=":material/first_page:", on_click=_reset)
+    c[1].button("Prev", key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left",
+                help="keyboard: ←", on_click=_move, args=(-1, n_steps))
+    c[2].button("Next", key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1,
+                shortcut="Right", help="keyboard: →", on_click=_move, args=(1, n_steps))
+    c[3].button("Pause" if playing else "Play", key="play",
+                icon=":material/pause:" if playing else ":material/play_arrow:", on_click=_toggle_play)
+    shown = c[4].slider("Step", 0, n_steps - 1, key="step") if n_steps > 1 else step
     st.session_state["current_step"] = shown
     return shown
 
