@@ -347,6 +347,8 @@ class Trainer:
             self.check_replicas()
         if rt.main:
             self.finish()
+        if rt.world > 1:
+            dist.barrier()  # the others wait for rank 0's evaluation and save: none tears gloo down early
 
     def check_replicas(self) -> None:
         """Every process must end with the same weights (DDP keeps them in step)."""
