@@ -67,8 +67,8 @@ def main() -> None:
     for steps in (32, 48):
         ta, tb = [], []
         for src in srcs[:30]:
-            x, y = alternate(lambda s=src: greedy_fixed(ckpt.model, s, steps, False),
-                             lambda s=src: greedy_fixed(ckpt.model, s, steps, True), rounds=1, warmup=0)
+            x, y = alternate(lambda s=src, n=steps: greedy_fixed(ckpt.model, s, n, False),
+                             lambda s=src, n=steps: greedy_fixed(ckpt.model, s, n, True), rounds=1, warmup=0)
             ta += x
             tb += y
         assert greedy_fixed(ckpt.model, srcs[0], steps, False) == greedy_fixed(ckpt.model, srcs[0], steps, True)

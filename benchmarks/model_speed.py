@@ -66,6 +66,11 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, src: torch.Tensor, 
     opt.zero_grad(set_to_none=True)
 
 
+@torch.inference_mode()
+def inference(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, trace: Trace | None) -> None:
+    model(src, tgt, trace)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="small")
@@ -102,30 +107,11 @@ def main() -> None:
           f"{tokens / statistics.median(tb):,.0f} ({tokens} target tokens per batch)")
 
     ours.eval()
-    small_src, small_tgt = batch(a.vocab, 1, a.src_len, a.tgt_len, seed=1)
-
-    def plain() -> None:
-        with torch.inference_mode():
-            ours(small_src, small_tgt)
-
-    def traced() -> None:
-        with torch.inference_mode():
-            ours(small_src, small_tgt, Trace(record_scores=True))
-
-    ta, tb = alternate(traced, plain, a.rounds * 10, warmup=5)
-    print("inference, 1 sentence  " + ratio_line("full trace", ta, "no trace", tb))
-    big_src, big_tgt = batch(a.vocab, 32, a.src_len, a.tgt_len, seed=2)
-
-    def plain_b() -> None:
-        with torch.inference_mode():
-            ours(big_src, big_tgt)
-
-    def traced_b() -> None:
-        with torch.inference_mode():
-            ours(big_src, big_tgt, Trace(record_scores=True))
-
-    ta, tb = alternate(traced_b, plain_b, a.rounds * 2, warmup=3)
-    print("inference, batch of 32  " + ratio_line("full trace", ta, "no trace", tb))
+    for name, (b, seed, rounds) in {"1 sentence": (1, 1, a.rounds * 10), "batch of 32": (32, 2, a.rounds * 2)}.items():
+        src_i, tgt_i = batch(a.vocab, b, a.src_len, a.tgt_len, seed=seed)
+        ta, tb = alternate(lambda s=src_i, t=tgt_i: inference(ours, s, t, Trace(record_scores=True)),
+                           lambda s=src_i, t=tgt_i: inference(ours, s, t, None), rounds, warmup=3)
+        print(f"inference, {name}  " + ratio_line("full trace", ta, "no trace", tb))
 
 
 if __name__ == "__main__":
