@@ -384,7 +384,8 @@ def forced_decode(model: Transformer, src: Tensor, reference: list[int], trace: 
     tgt = torch.tensor([[cfg.bos_id] + reference], device=src.device)                 # (1, T)
     src_mask = model.src_mask(src)
     memory = model.encode(src, src_mask, trace, knockout)
-    log_probs = output_log_probs(model, model.decode(tgt, memory, src_mask, trace=trace, knockout=knockout))[0]  # (T, V)
+    hidden = model.decode(tgt, memory, src_mask, trace=trace, knockout=knockout)          # (1, T, D)
+    log_probs = output_log_probs(model, hidden)[0]                                     # (T, V)
     gold_lp = log_probs.gather(1, gold[:, None])[:, 0]                                # (T,)
     ranks = (log_probs > gold_lp[:, None]).sum(-1) + 1
     return ForcedResult(gold.tolist(), gold_lp.exp().tolist(), ranks.tolist(), trace)
