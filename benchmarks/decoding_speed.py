@@ -15,7 +15,7 @@ import torch
 
 from benchmarks.common import alternate, machine, ratio_line
 from model.checkpoint import load_checkpoint
-from model.data import read_parallel
+from model.data import Example, collate, read_parallel
 from model.decoding import DecodeOptions, decode
 from model.layers import DecoderCache
 from model.pipeline import source_ids
@@ -29,13 +29,13 @@ def greedy_fixed(model: Transformer, src: torch.Tensor, steps: int, cached: bool
     src_mask = model.src_mask(src)
     memory = model.encode(src, src_mask)
     cache = DecoderCache.empty(model.cfg.n_decoder_layers) if cached else None
-    ys = torch.tensor([[model.cfg.bos_id]])
+    ys = torch.full((src.size(0), 1), model.cfg.bos_id)
     for _ in range(steps):
         inp = ys[:, -1:] if cached else ys
         logits = model.generator(model.decode(inp, memory, src_mask, cache)[:, -1])
         logits[:, model.cfg.eos_id] = float("-inf")
         ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)
-    return ys[0, 1:].tolist()
+    return ys[:, 1:].tolist()
 
 
 def main() -> None:
@@ -73,6 +73,11 @@ def main() -> None:
             tb += y
         assert greedy_fixed(ckpt.model, srcs[0], steps, False) == greedy_fixed(ckpt.model, srcs[0], steps, True)
         print(f"{steps} output tokens, 30 sentences: " + ratio_line("full recompute", ta, "cached", tb))
+    batch = collate([Example(ids[0].tolist(), [ckpt.config.bos_id]) for ids in srcs[:16]], ckpt.config.pad_id)[0]
+    for steps in (32, 48):
+        ta, tb = alternate(lambda n=steps: greedy_fixed(ckpt.model, batch, n, False),
+                           lambda n=steps: greedy_fixed(ckpt.model, batch, n, True), rounds=5, warmup=1)
+        print(f"{steps} output tokens, one batch of 16 sentences: " + ratio_line("full recompute", ta, "cached", tb))
 
 if __name__ == "__main__":
     main()
