@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 
 COLORSCALE = "Blues"
 CONTRAST_COLORSCALE = "Viridis"
+MARGIN = dict(l=10, r=10, t=50, b=10)  # every figure: room for its title, tight elsewhere
 STATUS_COLORS = {"kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#b0b0b0", "live": "#1f77b4", "chosen": "#d62728"}
 
 
@@ -98,7 +99,7 @@ def attention_heatmap(
         xaxis=_axis(cols, col_title, font_size=font_size),
         yaxis=_axis(rows, row_title, reverse=True, font_size=font_size),
         height=height or min(900, 180 + 26 * size),
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         font=dict(size=font_size),
     )
     fig.update_xaxes(tickangle=-60)
@@ -230,7 +231,7 @@ def top_k_bar(
         yaxis=_axis(tokens, reverse=True, font_size=font_size),
         xaxis=dict(range=[0, 1.15], title="probability"),
         height=120 + 28 * len(tokens),
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         font=dict(size=font_size),
     )
     return fig
@@ -278,7 +279,7 @@ def beam_tree(
         xaxis=dict(title="step", dtick=1, zeroline=False),
         yaxis=dict(visible=False, autorange="reversed"),
         height=260 + 22 * max([n["y"] for n in nodes] + [0]),
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         legend=dict(orientation="h"),
         font=dict(size=font_size),
     )
@@ -310,7 +311,7 @@ def pe_heatmap(pe: np.ndarray, tokens: Sequence[str], font_size: int = 12) -> go
         xaxis=dict(title="dimension i"),
         yaxis=_axis(rows, "position", reverse=True, font_size=font_size),
         height=min(700, 200 + 22 * len(rows)),
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         font=dict(size=font_size),
     )
     return fig
@@ -335,7 +336,7 @@ def pe_curves(table: np.ndarray, dims: Sequence[int], font_size: int = 12) -> go
         xaxis_title="position",
         yaxis=dict(title="PE", range=[-1.1, 1.1]),
         height=360,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         font=dict(size=font_size),
     )
     return fig
@@ -378,7 +379,7 @@ def embedding_decomposition(
         xaxis=_axis(tokens, "token", font_size=font_size),
         yaxis_title="L2 norm",
         height=380,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         legend=dict(orientation="h"),
         font=dict(size=font_size),
     )
@@ -444,7 +445,7 @@ def vector_heatmap(matrix: np.ndarray, rows: Sequence[str], title: str, font_siz
         xaxis_title="dimension",
         yaxis=_axis(rows_l, reverse=True, font_size=font_size),
         height=min(600, 160 + 20 * len(rows)),
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         font=dict(size=font_size),
     )
     return fig
@@ -487,7 +488,7 @@ def score_pipeline(
         )
         fig.update_xaxes(tickmode="array", tickvals=x, ticktext=labels(keys), tickangle=-60, row=1, col=col)
     fig.update_yaxes(range=[0, 1.1], row=1, col=3)
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10), font=dict(size=font_size))
+    fig.update_layout(height=380, margin=MARGIN, font=dict(size=font_size))
     return fig
 
 
@@ -521,7 +522,7 @@ def training_curves(log: Sequence[dict], font_size: int = 12) -> go.Figure:
     fig.update_layout(
         title="training curves",
         height=380,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=MARGIN,
         legend=dict(orientation="h"),
         font=dict(size=font_size),
     )
@@ -538,6 +539,6 @@ def probability_change(tokens: Sequence[str], before: Sequence[float], after: Se
                             hovertemplate="%{customdata}: %{y:.4f}<extra>knocked out</extra>")])
     fig.update_layout(barmode="group", title="probability of each token of the original translation",
                       xaxis=_axis(tokens, "token", font_size=font_size), yaxis=dict(title="probability", range=[0, 1]),
-                      height=380, margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h"),
+                      height=380, margin=MARGIN, legend=dict(orientation="h"),
                       font=dict(size=font_size))
     return fig

@@ -88,7 +88,8 @@ def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
 
     st.subheader("Before and after the softmax")
     kind = st.radio("Attention", list(KIND_SIDES), index=1, horizontal=True, key="mask_kind")
-    n_layers, n_heads = ex.trace.attention(kind).shape[:3:2]
+    n_layers = ex.trace.num_layers("encoder" if kind == "encoder_self" else "decoder")
+    n_heads = ckpt.config.n_heads
     a, b = st.columns(2)
     layer = a.selectbox("Layer", range(n_layers), key="mask_layer")
     head = b.selectbox("Head", range(n_heads), key="mask_head")
