@@ -71,6 +71,9 @@ def _use_preset() -> None:
 
 def input_ui(src_lang: str) -> str:
     presets = PRESETS.get(src_lang, {})
+    if st.session_state.get("text_lang", src_lang) != src_lang:   # switched to a model reading another language
+        st.session_state["text"], st.session_state["preset"] = next(iter(presets), ""), CUSTOM
+    st.session_state["text_lang"] = src_lang
     st.session_state.setdefault("text", next(iter(presets), ""))
     st.selectbox(
         "Try a preset sentence",

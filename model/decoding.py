@@ -44,6 +44,7 @@ class DecodeOptions:
     max_len_b: int = 10
     record_steps: bool = False
     record_top_k: int = 5
+    use_cache: bool = True   # False: re-run the decoder over every whole prefix (a slow reference)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -265,8 +266,9 @@ def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, 
         top = probs[i].topk(min(opts.record_top_k, probs.size(1)))
         self_row = cross_row = None
         if trace is not None and trace.has_decoder():
-            self_row = trace.attention("decoder_self")[:, rows.start + i, :, 0].clone()      # (L, H, t+1)
-            cross_row = trace.attention("cross")[:, rows.start + i, :, 0, : s.src_len].clone()  # (L, H, S)
+            # the newest query position: the only one when cached, the last one when recomputed
+            self_row = trace.attention("decoder_self")[:, rows.start + i, :, -1].clone()      # (L, H, t+1)
+            cross_row = trace.attention("cross")[:, rows.start + i, :, -1, : s.src_len].clone()  # (L, H, S)
         hyps.append(HypothesisRecord(i, s.parents[i], list(h.tokens), h.log_prob,
                                      opts.normalise(h.log_prob, max(len(h.tokens) - 1, 1)),
                                      list(zip(top.indices.tolist(), top.values.tolist())), self_row, cross_row))
@@ -318,21 +320,28 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
     src_mask = model.src_mask(src)                                          # (B, 1, 1, S)
     memory = model.encode(src, src_mask, knockout=knockout)                 # (B, S, D)
     sentences = _start(model, src, opts)
-    cache = DecoderCache.empty(model.cfg.n_decoder_layers)
+    cache = DecoderCache.empty(model.cfg.n_decoder_layers) if opts.use_cache else None
     row_source = torch.arange(src.size(0), device=src.device)              # sentence of each row
     for step in range(model.cfg.max_positions):
-        last = torch.tensor([[h.tokens[-1]] for s in sentences if not s.done for h in s.live],
-                            device=src.device)                              # (R, 1)
         trace = Trace() if opts.record_steps else None
-        hidden = model.decode(last, memory[row_source], src_mask[row_source], cache, trace, knockout)
+        inputs = _decoder_inputs(sentences, cache is not None, src.device)  # (R, 1) or (R, step+1)
+        hidden = model.decode(inputs, memory[row_source], src_mask[row_source], cache, trace, knockout)
         log_probs = output_log_probs(model, hidden[:, -1]).cpu()            # (R, V)
         keep = _decide(sentences, log_probs, trace, opts, model.cfg.eos_id, step)
         if not keep:
             break
         index = torch.tensor(keep, device=src.device)
-        cache.reorder(index)
+        if cache is not None:
+            cache.reorder(index)
         row_source = row_source[index]
     return [s.result() for s in sentences]
+
+
+def _decoder_inputs(sentences: list[_Sentence], cached: bool, device: torch.device) -> Tensor:
+    """One row per live hypothesis: its newest token (the cache holds the rest), or its
+    whole prefix when recomputing (all live prefixes have the same length)."""
+    rows = [h.tokens[-1:] if cached else h.tokens for s in sentences if not s.done for h in s.live]
+    return torch.tensor(rows, device=device)
 
 
 @torch.inference_mode()

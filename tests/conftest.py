@@ -58,4 +58,5 @@ def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
     with torch.no_grad():
         m.src_embed.lut.weight[3].zero_()
     save_checkpoint(root / "multi30k-en-de", m, tokenizer, tokenizer, meta={"src_lang": "en", "tgt_lang": "de"})
+    save_checkpoint(root / "multi30k-de-en", m, tokenizer, tokenizer, meta={"src_lang": "de", "tgt_lang": "en"})
     return root

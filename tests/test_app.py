@@ -192,6 +192,20 @@ def test_model_card_view(at, app_checkpoints):
     assert params.iloc[-1]["parameters"] == f"{total:,}"
 
 
+def test_switching_to_a_model_of_another_language_offers_its_sentences(at):
+    from app.main import PRESETS
+    at.text_input(key="text").set_value("a sentence of my own").run()
+    at.selectbox(key="checkpoint").set_value("multi30k-de-en").run()
+    assert not at.exception
+    assert at.title[0].value.endswith("de → en")
+    assert at.text_input(key="text").value == next(iter(PRESETS["de"]))
+    at.text_input(key="text").set_value("ein Hund").run()
+    at.radio(key="view").set_value("step").run()             # same language: the text stays
+    assert at.text_input(key="text").value == "ein Hund"
+    at.selectbox(key="checkpoint").set_value("multi30k-en-de").run()
+    assert at.text_input(key="text").value == next(iter(PRESETS["en"]))
+
+
 def test_deep_link_round_trip(app_checkpoints, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     first = AppTest.from_file(APP, default_timeout=60).run()

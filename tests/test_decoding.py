@@ -61,6 +61,25 @@ def test_cached_decoding_equals_full_prefix_recompute(model):
             ys = torch.cat([ys, full.argmax(-1, keepdim=True)], dim=1)
 
 
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_decode_loop_cached_equals_recomputed(model, method):
+    """The decode loop itself, with and without the cache: same hypotheses, scores and
+    recorded attention rows (the benchmark's "full recompute" is this reference)."""
+    src = src_batch()
+    opts = DecodeOptions(method, beam_size=3, record_steps=True)
+    cached = decode(model, src, opts)
+    full = decode(model, src, DecodeOptions(**{**opts.__dict__, "use_cache": False}))
+    for a, b in zip(cached, full):
+        assert [h.tokens for h in a.hypotheses] == [h.tokens for h in b.hypotheses]
+        assert [h.score for h in a.hypotheses] == pytest.approx([h.score for h in b.hypotheses], abs=1e-4)
+        assert len(a.steps) == len(b.steps) > 1
+        for sa, sb in zip(a.steps, b.steps):
+            for ha, hb in zip(sa.hypotheses, sb.hypotheses):
+                assert ha.tokens == hb.tokens
+                assert torch.allclose(ha.self_attn, hb.self_attn, atol=1e-5)
+                assert torch.allclose(ha.cross_attn, hb.cross_attn, atol=1e-5)
+
+
 @pytest.mark.parametrize("opts", [DecodeOptions("greedy"), DecodeOptions("beam", beam_size=3),
                                   DecodeOptions("sample", temperature=1.3, top_k=10, seed=7)],
                          ids=["greedy", "beam", "sample"])
