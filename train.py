@@ -243,7 +243,8 @@ def attention_snapshot(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenize
         tgt = torch.tensor([[BOS_ID] + tgt_tok.encode(hyp)], device=device)
         trace = Trace()
         model(src, tgt, trace)
-        round3 = lambda t: torch.round(t[:, 0].float(), decimals=3).tolist()  # noqa: E731
+        # float64 before rounding: a rounded float32 prints as 0.0949999988079071 in JSON
+        round3 = lambda t: torch.round(t[:, 0].double(), decimals=3).tolist()  # noqa: E731
         shots.append({"source": text, "output": hyp,
                       "source_tokens": src_tok.pieces(src[0].tolist()),
                       "target_tokens": tgt_tok.pieces(tgt[0].tolist()),
