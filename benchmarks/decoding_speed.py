@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
@@ -22,10 +23,6 @@ from model.data import Example, collate, read_parallel
 from model.decoding import DecodeOptions, decode
 from model.pipeline import source_ids
 from model.transformer import Transformer
-
-
-def with_options(opts: DecodeOptions, **changes: object) -> DecodeOptions:
-    return DecodeOptions(**{**opts.__dict__, **changes})
 
 
 def latency(model: Transformer, srcs: list[torch.Tensor]) -> None:
@@ -38,7 +35,7 @@ def latency(model: Transformer, srcs: list[torch.Tensor]) -> None:
         for src in srcs:
             for rec in (False, True):
                 start = time.perf_counter()
-                decode(model, src, with_options(opts, record_steps=rec))
+                decode(model, src, replace(opts, record_steps=rec))
                 times[rec].append(time.perf_counter() - start)
         print(f"{name:7s} " + ratio_line("with records", times[True], "plain", times[False]))
 
@@ -46,16 +43,15 @@ def latency(model: Transformer, srcs: list[torch.Tensor]) -> None:
 def long_outputs(model: Transformer, srcs: list[torch.Tensor], min_tokens: int, limit: int) -> list[torch.Tensor]:
     """The sources whose greedy translation has at least min_tokens tokens."""
     lengths = [len(decode(model, s, DecodeOptions("greedy"))[0].tokens) for s in srcs]
-    chosen = [s for s, n in zip(srcs, lengths) if n >= min_tokens][:limit]
-    out = sorted(n for n in lengths if n >= min_tokens)[:limit]
-    print(f"{len(chosen)} sentences with {min_tokens}+ output tokens (median {statistics.median(out):.0f}, "
-          f"max {max(out)})")
-    return chosen
+    chosen = [(s, n) for s, n in zip(srcs, lengths) if n >= min_tokens][:limit]
+    print(f"{len(chosen)} sentences with {min_tokens}+ output tokens (median "
+          f"{statistics.median(n for _, n in chosen):.0f}, max {max(n for _, n in chosen)})")
+    return [s for s, _ in chosen]
 
 
 def cache_vs_recompute(model: Transformer, srcs: list[torch.Tensor], pad_id: int) -> None:
     for name, opts in (("greedy", DecodeOptions("greedy")), ("beam 4", DecodeOptions("beam", beam_size=4))):
-        full, cached = with_options(opts, use_cache=False), opts
+        full, cached = replace(opts, use_cache=False), opts
         ta, tb = [], []
         for src in srcs:
             assert decode(model, src, full)[0].tokens == decode(model, src, cached)[0].tokens
@@ -66,7 +62,7 @@ def cache_vs_recompute(model: Transformer, srcs: list[torch.Tensor], pad_id: int
         print(f"{name}, one sentence at a time: " + ratio_line("full recompute", ta, "cached", tb))
     batch = collate([Example(s[0].tolist(), [0]) for s in srcs], pad_id)[0]
     for name, opts in (("greedy", DecodeOptions("greedy")), ("beam 4", DecodeOptions("beam", beam_size=4))):
-        ta, tb = alternate(lambda o=opts: decode(model, batch, with_options(o, use_cache=False)),
+        ta, tb = alternate(lambda o=opts: decode(model, batch, replace(o, use_cache=False)),
                            lambda o=opts: decode(model, batch, o), rounds=3, warmup=1)
         print(f"{name}, one batch of {batch.size(0)}: " + ratio_line("full recompute", ta, "cached", tb))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
 from model.pipeline import InputError, explain, explanation_json
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     add_decode_args(p, default_method="greedy")
     args = p.parse_args(argv)
     opts = decode_options(args, record_steps=True)
-    opts = type(opts)(**{**opts.__dict__, "record_top_k": max(1, args.top_k_record)})
+    opts = replace(opts, record_top_k=max(1, args.top_k_record))
     ckpt = load_or_exit(args)
     try:
         ex = explain(ckpt, args.text, opts, reference=args.reference)

@@ -3,6 +3,7 @@ hand-scripted model pins beam search down exactly."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -68,7 +69,7 @@ def test_decode_loop_cached_equals_recomputed(model, method):
     src = src_batch()
     opts = DecodeOptions(method, beam_size=3, record_steps=True)
     cached = decode(model, src, opts)
-    full = decode(model, src, DecodeOptions(**{**opts.__dict__, "use_cache": False}))
+    full = decode(model, src, replace(opts, use_cache=False))
     for a, b in zip(cached, full):
         assert [h.tokens for h in a.hypotheses] == [h.tokens for h in b.hypotheses]
         assert [h.score for h in a.hypotheses] == pytest.approx([h.score for h in b.hypotheses], abs=1e-4)
