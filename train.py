@@ -69,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--label-smoothing", type=float, default=0.1)
     g.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping (0: off)")
     g.add_argument("--epochs", type=int, default=20)
+    g.add_argument("--cooldown-epochs", type=float, default=0.0,
+                   help="over the last N of --epochs, scale the learning rate linearly down to 0 "
+                        "(default 0: the paper's schedule alone)")
     g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     g.add_argument("--time-budget", type=float, help="minutes; stop (and save) when spent")
     g.add_argument("--average-last", type=int, default=3, help="average the last N epochs' weights (default 3)")
@@ -95,7 +98,7 @@ def _resumed_args(args: argparse.Namespace, argv: list[str] | None) -> argparse.
     state_path = work_dir(args.resume) / "last" / "args.json"
     if not state_path.is_file():
         sys.exit(f"error: {state_path}: missing; nothing to resume")
-    saved = json.loads(state_path.read_text())
+    saved = {**vars(args), **json.loads(state_path.read_text())}   # options added since keep their defaults
     given = set(a.split("=")[0].lstrip("-").replace("-", "_") for a in (argv or sys.argv[1:]) if a.startswith("--"))
     for key in ("epochs", "max_steps", "time_budget", "device", "threads", "no_progress", "eval_sentences"):
         if key in given:
@@ -192,6 +195,14 @@ def learning_rate(step: int, peak: float, warmup: int) -> float:
     linear warm-up, then decay with the inverse square root of the step."""
     step = max(step, 1)
     return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+def cooldown_factor(epochs_done: float, epochs: int, cooldown: float) -> float:
+    """1 until the last `cooldown` epochs of an `epochs`-long run, then linearly down to 0
+    at its end: an annealed end point for a run whose length is fixed in advance."""
+    if cooldown <= 0:
+        return 1.0
+    return min(1.0, max(0.0, (epochs - epochs_done) / cooldown))
 
 
 def loss_and_tokens(model: torch.nn.Module, src: Tensor, tgt: Tensor, smoothing: float) -> tuple[Tensor, int]:
@@ -314,6 +325,7 @@ class Trainer:
         self.corpus = load_corpus(args, self.src_tok, self.tgt_tok, train_src, train_tgt)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
         self.progress, self.log = Progress(), []
+        self.epoch_len = 1
         if args.resume:
             self.progress, self.log = load_last(self.work, self.optimizer)
         self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if rt.world > 1 else self.model)
@@ -366,6 +378,7 @@ class Trainer:
         """Train on the rest of the current epoch. Returns True when a limit stopped it."""
         a, p = self.args, self.progress
         batches = self.epoch_batches(p.epoch)
+        self.epoch_len = len(batches)
         bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch + 1}/{a.epochs}",
                    disable=a.no_progress or not self.rt.main, file=sys.stderr, dynamic_ncols=True)
         tokens_seen, loss_sum, t0 = 0, 0.0, time.time()
@@ -389,7 +402,10 @@ class Trainer:
         return False
 
     def _lr(self) -> float:
-        return learning_rate(self.progress.step, self.args.lr, self.args.warmup)
+        p, a = self.progress, self.args
+        epochs_done = p.epoch + p.batch_in_epoch / max(self.epoch_len, 1)
+        return (learning_rate(p.step, a.lr, a.warmup)
+                * cooldown_factor(epochs_done, a.epochs, a.cooldown_epochs))
 
     def train_step(self, group: list[list[int]]) -> tuple[float, int]:
         a = self.args

@@ -140,11 +140,12 @@ def beam_step(cum_log_probs: Tensor, log_probs: Tensor, beam_size: int, eos_id: 
     total = cum_log_probs[:, None] + log_probs                           # (n, V)
     k = min(2 * beam_size, total.numel())
     best, flat = total.flatten().topk(k)
+    token_log_probs = log_probs.flatten()[flat].tolist()                 # same flat (parent, token) order
     vocab = log_probs.size(1)
     out, kept = [], 0
-    for rank, (value, index) in enumerate(zip(best.tolist(), flat.tolist())):
+    for rank, (value, index, lp) in enumerate(zip(best.tolist(), flat.tolist(), token_log_probs)):
         parent, token = divmod(index, vocab)
-        cand = Candidate(parent, token, float(log_probs[parent, token]), value, normalise(value, length))
+        cand = Candidate(parent, token, lp, value, normalise(value, length))
         if token == eos_id:
             cand.status = "finished" if rank < beam_size else "pruned"
         elif kept < beam_size:
@@ -174,10 +175,11 @@ def _single_choice(cum: Tensor, log_probs: Tensor, token: int, opts: DecodeOptio
                    length: int) -> list[Candidate]:
     """One live hypothesis continues with `token`; the other top-k are recorded as pruned."""
     top = log_probs[0].topk(min(opts.record_top_k, log_probs.size(1))).indices.tolist()
+    tokens = [token] + [t for t in top if t != token]
+    start = float(cum[0])
     out = []
-    for t in [token] + [t for t in top if t != token]:
-        lp = float(log_probs[0, t])
-        total = float(cum[0]) + lp
+    for t, lp in zip(tokens, log_probs[0, tokens].tolist()):
+        total = start + lp
         status = ("finished" if t == eos_id else "kept") if t == token else "pruned"
         out.append(Candidate(0, t, lp, total, opts.normalise(total, length), status))
     return out
@@ -322,18 +324,21 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
     sentences = _start(model, src, opts)
     cache = DecoderCache.empty(model.cfg.n_decoder_layers) if opts.use_cache else None
     row_source = torch.arange(src.size(0), device=src.device)              # sentence of each row
+    row_memory, row_mask = memory, src_mask                                 # (R, S, D), (R, 1, 1, S)
     for step in range(model.cfg.max_positions):
         trace = Trace() if opts.record_steps else None
         inputs = _decoder_inputs(sentences, cache is not None, src.device)  # (R, 1) or (R, step+1)
-        hidden = model.decode(inputs, memory[row_source], src_mask[row_source], cache, trace, knockout)
+        hidden = model.decode(inputs, row_memory, row_mask, cache, trace, knockout)
         log_probs = output_log_probs(model, hidden[:, -1]).cpu()            # (R, V)
         keep = _decide(sentences, log_probs, trace, opts, model.cfg.eos_id, step)
         if not keep:
             break
-        index = torch.tensor(keep, device=src.device)
-        if cache is not None:
-            cache.reorder(index)
-        row_source = row_source[index]
+        if keep != list(range(inputs.size(0))):     # rows finished or re-parented (else: all go on as they are)
+            index = torch.tensor(keep, device=src.device)
+            if cache is not None:
+                cache.reorder(index)
+            row_source = row_source[index]
+            row_memory, row_mask = memory[row_source], src_mask[row_source]
     return [s.result() for s in sentences]
 
 

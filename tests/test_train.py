@@ -64,10 +64,13 @@ def test_learns_to_reverse_and_writes_a_checkpoint(tmp_path):
 def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
     data = tmp_path / "data"
     write_reverse_task(data, n_train=800)
-    common = ["--epochs", "3", "--dropout", "0.1"]
+    common = ["--epochs", "3", "--dropout", "0.1", "--cooldown-epochs", "2.5"]   # lr depends on the epoch position
     assert train.main(base_args(data, tmp_path / "a", *common, "--max-steps", "14")) == 0
     assert train.main(base_args(data, tmp_path / "b", *common, "--max-steps", "5")) == 0
     assert train.main(["--resume", str(tmp_path / "b"), "--max-steps", "14", "--no-progress"]) == 0
+    first = json.loads((tmp_path / "a" / "training_log.jsonl").read_text().splitlines()[0])
+    assert first["epoch"] == 1 and first["step"] < 14       # the cooldown was on: 1 of 3 epochs done, 2 of 2.5 left
+    assert first["lr"] == pytest.approx(train.learning_rate(first["step"], 3e-3, 60) * 0.8)
     a = load_file(str(tmp_path / "a.work" / "last" / "model.safetensors"))
     b = load_file(str(tmp_path / "b.work" / "last" / "model.safetensors"))
     assert a.keys() == b.keys()
@@ -107,6 +110,15 @@ def test_learning_rate_schedule():
     assert train.learning_rate(300, 1e-3, 600) == pytest.approx(5e-4)
     assert train.learning_rate(600, 1e-3, 600) == pytest.approx(1e-3)
     assert train.learning_rate(2400, 1e-3, 600) == pytest.approx(5e-4)
+
+
+def test_cooldown_factor():
+    assert train.cooldown_factor(3.0, 10, 0) == 1.0            # off: the paper's schedule alone
+    assert train.cooldown_factor(7.0, 10, 2) == 1.0            # before the last 2 epochs
+    assert train.cooldown_factor(8.0, 10, 2) == 1.0
+    assert train.cooldown_factor(9.0, 10, 2) == pytest.approx(0.5)
+    assert train.cooldown_factor(9.9, 10, 2) == pytest.approx(0.05)
+    assert train.cooldown_factor(10.0, 10, 2) == 0.0
 
 
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30K not found at {MULTI30K}")
