@@ -53,7 +53,7 @@ def render_card(directory: str | Path) -> str:
         f"- wall time: {config.get('training_time_min', '?')} min, {config.get('epochs', '?')} epochs, "
         f"{config.get('steps', '?')} optimizer steps",
         f"- batches of ~{args.get('batch_tokens', '?')} tokens, Adam(0.9, 0.98, 1e-9), peak lr {args.get('lr', '?')} "
-        f"after {args.get('warmup', '?')} warm-up steps then inverse square root, label smoothing "
+        f"after {args.get('warmup', '?')} warm-up steps then inverse square root{_cooldown(args)}, label smoothing "
         f"{args.get('label_smoothing', '?')}, gradient clipping {args.get('clip', '?')}, seed {args.get('seed', '?')}",
         f"- shipped weights: {config.get('selected', '?')} (val BLEU {config.get('val_bleu', '?')}, greedy)",
         "",
@@ -78,6 +78,11 @@ def render_card(directory: str | Path) -> str:
         lines += ["Not evaluated on the test set yet: run `python -m model.evaluate --checkpoint "
                   f"{d} --write-card`.", ""]
     return "\n".join(lines)
+
+
+def _cooldown(args: dict[str, Any]) -> str:
+    k = args.get("cooldown_epochs") or 0
+    return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs" if k else ""
 
 
 def write_card(directory: str | Path) -> Path:

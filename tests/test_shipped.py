@@ -34,13 +34,7 @@ def test_shipped_checkpoint_is_small_and_documented(ckpt_dir):
         assert f"{row['bleu']:.2f}" in card and row["bleu_signature"] in card
 
 
-# de->en is 0.46 BLEU short of its target (issue 4 stays open): strict, so reaching it
-# turns this red until the marker goes.
-REACHED = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="39.54 < 40, issue 4 open"))
-           if name == "multi30k-de-en" else name for name in TARGET_BEAM4_BLEU]
-
-
-@pytest.mark.parametrize("name", REACHED)
+@pytest.mark.parametrize("name", sorted(TARGET_BEAM4_BLEU))
 def test_shipped_checkpoint_reaches_its_bleu_target(name):
     ckpt_dir = ROOT / "checkpoints" / name
     if not ckpt_dir.is_dir():
