@@ -82,7 +82,9 @@ def render_card(directory: str | Path) -> str:
 
 def _cooldown(args: dict[str, Any]) -> str:
     k = args.get("cooldown_epochs") or 0
-    return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs" if k else ""
+    if not k:
+        return ""
+    return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs"
 
 
 def write_card(directory: str | Path) -> Path:
