@@ -523,7 +523,7 @@ def training_curves(log: Sequence[dict], font_size: int = 12) -> go.Figure:
         title="training curves",
         height=380,
         margin=MARGIN,
-        legend=dict(orientation="h"),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),  # clear of the axis title
         font=dict(size=font_size),
     )
     return fig
