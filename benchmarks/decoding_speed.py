@@ -4,7 +4,10 @@ Per-sentence latency on test sentences (one at a time) for greedy, beam 4 and be
 with and without per-step records; and the key/value cache against re-running the
 decoder over the whole prefix each step (`DecodeOptions(use_cache=False)`, the same
 decode loop), timed alternately on the test sentences whose translation is 30+ tokens
-long: one sentence at a time (greedy, beam 4) and as one batch.
+long: one sentence at a time (greedy, beam 4) and as one batch. `--step-costs` adds the
+decoder + output layer alone at fixed output lengths, for the trained model and for an
+untrained one with the same operations at d_model 64 / vocabulary 100, whose time is
+almost all fixed per-operation cost (Python, dispatch), the part the cache cannot save.
 
   .venv/bin/python -m benchmarks.decoding_speed --checkpoint checkpoints/multi30k-en-de
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
@@ -20,7 +24,8 @@ import torch
 from benchmarks.common import alternate, machine, ratio_line
 from model.checkpoint import load_checkpoint
 from model.data import Example, collate, read_parallel
-from model.decoding import DecodeOptions, decode
+from model.decoding import DecodeOptions, decode, output_log_probs
+from model.layers import DecoderCache
 from model.pipeline import source_ids
 from model.transformer import Transformer
 
@@ -67,6 +72,43 @@ def cache_vs_recompute(model: Transformer, srcs: list[torch.Tensor], pad_id: int
         print(f"{name}, one batch of {batch.size(0)}: " + ratio_line("full recompute", ta, "cached", tb))
 
 
+@torch.inference_mode()
+def _steps(model: Transformer, src: torch.Tensor, length: int, cached: bool,
+           decoder: Callable[..., torch.Tensor] | None = None) -> None:
+    """`length` decoding steps of one sentence, always feeding token 5: decoder and output
+    layer only. decoder: a stand-in for `model.decode` (a compiled one)."""
+    decoder = decoder or model.decode
+    src_mask = model.src_mask(src)
+    memory = model.encode(src, src_mask)
+    cache = DecoderCache.empty(model.cfg.n_decoder_layers) if cached else None
+    for t in range(1, length + 1):
+        inputs = torch.full((1, 1 if cached else t), 5)
+        output_log_probs(model, decoder(inputs, memory, src_mask, cache)[:, -1])
+
+
+def step_costs(model: Transformer, src: torch.Tensor, lengths: list[int]) -> None:
+    tiny = Transformer(model.cfg.replace(d_model=64, n_heads=2, d_ff=64, src_vocab_size=100,
+                                         tgt_vocab_size=100)).eval()
+    for name, m, s in (("trained", model, src), ("same operations at d_model 64", tiny, src.clamp(max=99))):
+        for n in lengths:
+            ta, tb = alternate(lambda m=m, s=s, n=n: _steps(m, s, n, False),
+                               lambda m=m, s=s, n=n: _steps(m, s, n, True), rounds=5, warmup=1)
+            ta, tb = [x / n for x in ta], [x / n for x in tb]
+            print(f"{name}, {n} steps, per step: " + ratio_line("full recompute", ta, "cached", tb))
+
+
+def compiled_steps(model: Transformer, src: torch.Tensor, length: int) -> None:
+    """Cached steps through `torch.compile(model.decode, dynamic=True)` vs eager."""
+    compiled = torch.compile(model.decode, dynamic=True)
+    start = time.perf_counter()
+    _steps(model, src, length, True, compiled)
+    print(f"torch.compile: first run (compiling) {time.perf_counter() - start:.1f} s")
+    ta, tb = alternate(lambda: _steps(model, src, length, True), lambda: _steps(model, src, length, True, compiled),
+                       rounds=5, warmup=1)
+    print(f"{length} cached steps, per step: " + ratio_line("eager", [x / length for x in ta],
+                                                            "compiled", [x / length for x in tb]))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default="checkpoints/multi30k-en-de")
@@ -75,6 +117,10 @@ def main() -> None:
     p.add_argument("--min-tokens", type=int, default=30, help="output length for cached vs recompute")
     p.add_argument("--long", type=int, default=20, help="how many such sentences")
     p.add_argument("--skip-latency", action="store_true")
+    p.add_argument("--step-costs", default="", metavar="N,N,..",
+                   help="also time the decoder + output layer alone at these output lengths, e.g. 16,32,48,64")
+    p.add_argument("--compile", action="store_true",
+                   help="also time 32 cached steps through torch.compile (takes a minute or more to compile)")
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -88,6 +134,10 @@ def main() -> None:
         latency(ckpt.model, srcs[: a.sentences])
     longest = sorted(srcs, key=lambda s: -s.size(1))[: 4 * a.long]
     cache_vs_recompute(ckpt.model, long_outputs(ckpt.model, longest, a.min_tokens, a.long), ckpt.config.pad_id)
+    if a.step_costs:
+        step_costs(ckpt.model, longest[0], [int(n) for n in a.step_costs.split(",")])
+    if a.compile:
+        compiled_steps(ckpt.model, longest[0], 32)
 
 
 if __name__ == "__main__":

@@ -95,9 +95,16 @@ def test_step_view_steps(at):
     assert any("Step 1" in m.value for m in at.markdown)
     tree = charts(at)["tree"]
     assert {t["name"] for t in tree["data"] if t.get("name")} >= {"kept"}
+    at.toggle(key="all_pruned").set_value(True).run()
+    assert not at.exception
+    assert len(nodes_of(charts(at)["tree"], "pruned")) > len(nodes_of(tree, "pruned"))
     at.button(key="reset").click().run()
     assert any("Step 0" in m.value for m in at.markdown)
     assert not at.exception
+
+
+def nodes_of(tree: dict, status: str) -> np.ndarray:
+    return np.concatenate([array(t["x"]) for t in tree["data"] if t.get("name") == status] or [np.zeros(0)])
 
 
 def test_greedy_steps_show_probabilities(at):
@@ -246,3 +253,28 @@ def test_matrix_csv_keeps_repeated_tokens_apart():
     from app.analysis import matrix_csv
     text = matrix_csv(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "a"], ["x", "<b>"])
     assert text.splitlines() == [",0:x,1:<b>", "0:a,0.25,0.75", "1:a,1,0"]
+
+
+def test_tree_until_places_kept_finished_and_pruned_candidates():
+    from app.analysis import tree_until
+    from model.decoding import Candidate, StepRecord
+
+    def cand(parent: int, token: int, status: str) -> Candidate:
+        return Candidate(parent, token, -1.0, -1.0, -1.0, status)
+
+    steps = [
+        StepRecord(0, [], [cand(0, 10, "kept"), cand(0, 11, "kept"), cand(0, 12, "pruned")]),
+        StepRecord(1, [], [cand(1, 20, "kept"), cand(0, 2, "finished"), cand(0, 21, "kept"), cand(1, 22, "pruned")]),
+    ]
+    pieces = lambda ids: [f"t{i}" for i in ids]  # noqa: E731
+    nodes, edges, index = tree_until(steps, 1, pieces)
+    assert [n["token"] for n in nodes] == ["<s>", "t10", "t11", "t20", "t2", "t21", "t22"]
+    # kept candidates of step 1 become hypotheses 0 and 1 of step 2, in the order kept;
+    # the finished and pruned ones hang below them (y = 2, 3)
+    assert [(n["x"], n["y"], n["status"]) for n in nodes[3:]] == [
+        (2, 0, "kept"), (2, 2, "finished"), (2, 1, "kept"), (2, 3, "pruned")]
+    assert edges == [(0, 1), (0, 2), (2, 3), (1, 4), (1, 5), (2, 6)]
+    assert index[(2, 0)] == 3 and index[(2, 1)] == 5 and nodes[5]["text"] == "<s> t10 t21"
+    # step 0's pruned candidate appears only when every step's are asked for, or at step 0
+    assert len(tree_until(steps, 1, pieces, pruned_only_last=False)[0]) == len(nodes) + 1
+    assert [n["token"] for n in tree_until(steps, 0, pieces)[0]] == ["<s>", "t10", "t11", "t12"]

@@ -86,7 +86,9 @@ def render(ckpt: Checkpoint, ex: Explanation, settings: Settings, greedy: Explan
     )
 
     if settings.opts.method == "beam":
-        nodes, edges, index = tree_until(steps, t, pieces)
+        every_step = st.toggle("Show the pruned candidates of every step", key="all_pruned",
+                               help="Off: only the current step's pruned candidates, so a wide beam stays readable.")
+        nodes, edges, index = tree_until(steps, t, pieces, pruned_only_last=not every_step)
         chart(
             st,
             figures.beam_tree(
