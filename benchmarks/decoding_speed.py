@@ -97,6 +97,19 @@ def step_costs(model: Transformer, src: torch.Tensor, lengths: list[int]) -> Non
             print(f"{name}, {n} steps, per step: " + ratio_line("full recompute", ta, "cached", tb))
 
 
+def greedy_by_batch_size(model: Transformer, srcs: list[torch.Tensor], pad_id: int, sizes: list[int]) -> None:
+    """Cached vs recompute for greedy batches of k of the long sentences (k rows per step)."""
+    for k in sizes:
+        ta, tb = [], []
+        for i in range(0, len(srcs) - k + 1, k):
+            batch = collate([Example(s[0].tolist(), [0]) for s in srcs[i:i + k]], pad_id)[0]
+            x, y = alternate(lambda b=batch: decode(model, b, DecodeOptions(use_cache=False)),
+                             lambda b=batch: decode(model, b, DecodeOptions()), rounds=2, warmup=0)
+            ta += x
+            tb += y
+        print(f"greedy, batches of {k}: " + ratio_line("full recompute", ta, "cached", tb))
+
+
 def compiled_steps(model: Transformer, src: torch.Tensor, length: int) -> None:
     """Cached steps through `torch.compile(model.decode, dynamic=True)` vs eager."""
     compiled = torch.compile(model.decode, dynamic=True)
@@ -119,6 +132,8 @@ def main() -> None:
     p.add_argument("--skip-latency", action="store_true")
     p.add_argument("--step-costs", default="", metavar="N,N,..",
                    help="also time the decoder + output layer alone at these output lengths, e.g. 16,32,48,64")
+    p.add_argument("--batch-sizes", default="", metavar="K,K,..",
+                   help="also compare greedy cached vs recompute on batches of K of the long sentences, e.g. 1,2,4,7")
     p.add_argument("--compile", action="store_true",
                    help="also time 32 cached steps through torch.compile (takes a minute or more to compile)")
     p.add_argument("--threads", type=int, default=2)
@@ -133,7 +148,10 @@ def main() -> None:
         print(f"latency: the first {a.sentences} test_2016_flickr sentences, one at a time")
         latency(ckpt.model, srcs[: a.sentences])
     longest = sorted(srcs, key=lambda s: -s.size(1))[: 4 * a.long]
-    cache_vs_recompute(ckpt.model, long_outputs(ckpt.model, longest, a.min_tokens, a.long), ckpt.config.pad_id)
+    long = long_outputs(ckpt.model, longest, a.min_tokens, a.long)
+    cache_vs_recompute(ckpt.model, long, ckpt.config.pad_id)
+    if a.batch_sizes:
+        greedy_by_batch_size(ckpt.model, long, ckpt.config.pad_id, [int(k) for k in a.batch_sizes.split(",")])
     if a.step_costs:
         step_costs(ckpt.model, longest[0], [int(n) for n in a.step_costs.split(",")])
     if a.compile:
