@@ -54,6 +54,15 @@ def long_outputs(model: Transformer, srcs: list[torch.Tensor], min_tokens: int, 
     return [s for s, _ in chosen]
 
 
+def _batch(srcs: list[torch.Tensor], pad_id: int) -> torch.Tensor:
+    """One-sentence sources (1, S_i) -> one padded batch (B, S)."""
+    return collate([Example(s[0].tolist(), [0]) for s in srcs], pad_id)[0]
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(n) for n in text.split(",")]
+
+
 def cache_vs_recompute(model: Transformer, srcs: list[torch.Tensor], pad_id: int) -> None:
     for name, opts in (("greedy", DecodeOptions("greedy")), ("beam 4", DecodeOptions("beam", beam_size=4))):
         full, cached = replace(opts, use_cache=False), opts
@@ -65,7 +74,7 @@ def cache_vs_recompute(model: Transformer, srcs: list[torch.Tensor], pad_id: int
             ta += x
             tb += y
         print(f"{name}, one sentence at a time: " + ratio_line("full recompute", ta, "cached", tb))
-    batch = collate([Example(s[0].tolist(), [0]) for s in srcs], pad_id)[0]
+    batch = _batch(srcs, pad_id)
     for name, opts in (("greedy", DecodeOptions("greedy")), ("beam 4", DecodeOptions("beam", beam_size=4))):
         ta, tb = alternate(lambda o=opts: decode(model, batch, replace(o, use_cache=False)),
                            lambda o=opts: decode(model, batch, o), rounds=3, warmup=1)
@@ -102,7 +111,7 @@ def greedy_by_batch_size(model: Transformer, srcs: list[torch.Tensor], pad_id: i
     for k in sizes:
         ta, tb = [], []
         for i in range(0, len(srcs) - k + 1, k):
-            batch = collate([Example(s[0].tolist(), [0]) for s in srcs[i:i + k]], pad_id)[0]
+            batch = _batch(srcs[i:i + k], pad_id)
             x, y = alternate(lambda b=batch: decode(model, b, DecodeOptions(use_cache=False)),
                              lambda b=batch: decode(model, b, DecodeOptions()), rounds=2, warmup=0)
             ta += x
@@ -130,9 +139,9 @@ def main() -> None:
     p.add_argument("--min-tokens", type=int, default=30, help="output length for cached vs recompute")
     p.add_argument("--long", type=int, default=20, help="how many such sentences")
     p.add_argument("--skip-latency", action="store_true")
-    p.add_argument("--step-costs", default="", metavar="N,N,..",
+    p.add_argument("--step-costs", type=_int_list, default=[], metavar="N,N,..",
                    help="also time the decoder + output layer alone at these output lengths, e.g. 16,32,48,64")
-    p.add_argument("--batch-sizes", default="", metavar="K,K,..",
+    p.add_argument("--batch-sizes", type=_int_list, default=[], metavar="K,K,..",
                    help="also compare greedy cached vs recompute on batches of K of the long sentences, e.g. 1,2,4,7")
     p.add_argument("--compile", action="store_true",
                    help="also time 32 cached steps through torch.compile (takes a minute or more to compile)")
@@ -151,9 +160,9 @@ def main() -> None:
     long = long_outputs(ckpt.model, longest, a.min_tokens, a.long)
     cache_vs_recompute(ckpt.model, long, ckpt.config.pad_id)
     if a.batch_sizes:
-        greedy_by_batch_size(ckpt.model, long, ckpt.config.pad_id, [int(k) for k in a.batch_sizes.split(",")])
+        greedy_by_batch_size(ckpt.model, long, ckpt.config.pad_id, a.batch_sizes)
     if a.step_costs:
-        step_costs(ckpt.model, longest[0], [int(n) for n in a.step_costs.split(",")])
+        step_costs(ckpt.model, longest[0], a.step_costs)
     if a.compile:
         compiled_steps(ckpt.model, longest[0], 32)
 
