@@ -6,6 +6,10 @@ Examples:
   torchrun --nproc_per_node=2 train.py --data DIR --src de --tgt en --out checkpoints/x
   python train.py --resume checkpoints/multi30k-en-de      # continue an interrupted run
 
+The training step and the loop over an epoch are model/training.py's; validation
+translations go through model/pipeline.py; weights are written and read by
+model/checkpoint.py. This file adds the data, resuming, torchrun and the final choice.
+
 Layout: OUT/ is the finished model (committed, loaded by the app); OUT.work/ holds
 what only training needs (last checkpoint with optimizer state, per-epoch weights
 for averaging); it is git-ignored.
@@ -13,9 +17,7 @@ for averaging); it is git-ignored.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
 import os
 import random
 import sys
@@ -26,19 +28,17 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
-from torch import Tensor
 from tqdm import tqdm
 
 from model.card import write_card
-from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_weights, save_checkpoint, save_weights
 from model.config import PRESETS, ModelConfig, preset
 from model.data import DataError, Example, collate, make_examples, read_parallel, token_batches
-from model.decoding import greedy_batch, max_output_length
+from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
-from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from model.trace import Trace
+from model.pipeline import explain, translate
+from model.tokenizer import Tokenizer
+from model.training import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step, validation_loss
 from model.transformer import Transformer
 
 SNAPSHOT_SENTENCES = 3
@@ -142,13 +142,6 @@ def setup_runtime(args: argparse.Namespace) -> Runtime:
     return Runtime(device)
 
 
-def autocast(args: argparse.Namespace, device: torch.device) -> contextlib.AbstractContextManager:
-    if args.amp == "off":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if args.amp == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
 # ---- data ----------------------------------------------------------------------------
 @dataclass
 class Corpus:
@@ -170,12 +163,13 @@ def build_tokenizers(
     return joint, joint
 
 
-def load_corpus(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer,
+def load_corpus(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer, cfg: ModelConfig,
                 train_src: list[str], train_tgt: list[str]) -> Corpus:
     val_src, val_tgt = read_parallel(args.data, "val", args.src, args.tgt)
     encode = lambda tok, lines: [tok.encode(line) for line in lines]  # noqa: E731
-    train = make_examples(encode(src_tok, train_src), encode(tgt_tok, train_tgt), BOS_ID, EOS_ID, args.max_len)
-    val = make_examples(encode(src_tok, val_src), encode(tgt_tok, val_tgt), BOS_ID, EOS_ID, args.max_len)
+    train = make_examples(encode(src_tok, train_src), encode(tgt_tok, train_tgt), cfg.bos_id, cfg.eos_id,
+                          args.max_len)
+    val = make_examples(encode(src_tok, val_src), encode(tgt_tok, val_tgt), cfg.bos_id, cfg.eos_id, args.max_len)
     return Corpus(train, val_src, val_tgt, val)
 
 
@@ -183,96 +177,39 @@ def model_config(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenize
     overrides: dict[str, Any] = {k: getattr(args, k) for k in ("d_model", "n_heads", "n_encoder_layers",
                                                                "n_decoder_layers", "d_ff", "dropout")
                                  if getattr(args, k) is not None}
+    if src_tok.special_ids != tgt_tok.special_ids:
+        raise DataError(f"the source and target tokenizers disagree on special ids: "
+                        f"{src_tok.special_ids} vs {tgt_tok.special_ids}")
     return preset(args.preset, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size,
                   tie_embeddings=src_tok.proto == tgt_tok.proto, norm_first=args.norm_first,
-                  max_positions=max(256, args.max_len + 2),
-                  pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, **overrides)
-
-
-# ---- schedule and loss ----------------------------------------------------------------
-def learning_rate(step: int, peak: float, warmup: int) -> float:
-    """The paper's schedule, scaled to reach `peak` at the end of warm-up:
-    linear warm-up, then decay with the inverse square root of the step."""
-    step = max(step, 1)
-    return peak * min(step / warmup, math.sqrt(warmup / step))
-
-
-def cooldown_factor(epochs_done: float, epochs: int, cooldown: float) -> float:
-    """1 until the last `cooldown` epochs of an `epochs`-long run, then linearly down to 0
-    at its end: an annealed end point for a run whose length is fixed in advance."""
-    if cooldown <= 0:
-        return 1.0
-    return min(1.0, max(0.0, (epochs - epochs_done) / cooldown))
-
-
-def loss_and_tokens(model: torch.nn.Module, src: Tensor, tgt: Tensor, smoothing: float) -> tuple[Tensor, int]:
-    """Mean label-smoothed cross entropy over the non-pad target tokens."""
-    logits = model(src, tgt[:, :-1])                                   # (B, T-1, V)
-    gold = tgt[:, 1:]                                                  # (B, T-1)
-    loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), gold.reshape(-1),
-                           ignore_index=PAD_ID, label_smoothing=smoothing)
-    return loss, int((gold != PAD_ID).sum())
+                  max_positions=max(256, args.max_len + 2), **src_tok.special_ids, **overrides)
 
 
 # ---- evaluation ------------------------------------------------------------------------
-@torch.no_grad()
-def validation_loss(model: Transformer, examples: list[Example], device: torch.device) -> float:
-    model.eval()
-    total, count = 0.0, 0
-    for batch in token_batches(examples, 4000, seed=0):
-        src, tgt = (t.to(device) for t in collate([examples[i] for i in batch], PAD_ID))
-        loss, n = loss_and_tokens(model, src, tgt, 0.0)
-        total, count = total + float(loss) * n, count + n
-    return total / max(count, 1)
+def as_checkpoint(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Checkpoint:
+    return Checkpoint(model.eval(), src_tok, tgt_tok)
 
 
-def translate_greedy(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, texts: list[str],
-                     device: torch.device, batch_size: int = 64) -> list[str]:
-    """Greedy translations in input order (batched by length for speed)."""
-    model.eval()
-    ids = [src_tok.encode(t)[: model.cfg.max_positions - 1] + [EOS_ID] for t in texts]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out: list[str] = [""] * len(ids)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        src = collate([Example(ids[i], [BOS_ID]) for i in chunk], PAD_ID)[0].to(device)
-        max_len = max_output_length(src.size(1), model.cfg.max_positions)
-        for i, toks in zip(chunk, greedy_batch(model, src, max_len)):
-            out[i] = tgt_tok.decode(toks)
-    return out
+def translate_greedy(ckpt: Checkpoint, texts: list[str]) -> list[str]:
+    """Greedy translations in input order, through the library's batched translation."""
+    return translate(ckpt, texts, DecodeOptions("greedy"), batch_size=64)
 
 
-@torch.inference_mode()
-def attention_snapshot(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, texts: list[str],
-                       device: torch.device) -> list[dict[str, Any]]:
+def attention_snapshot(ckpt: Checkpoint, texts: list[str]) -> list[dict[str, Any]]:
     """For a few fixed sentences: the greedy output and its cross-attention (L, H, T, S),
     rounded to 3 decimals to keep the per-epoch file small."""
-    model.eval()
     shots = []
-    for text, hyp in zip(texts, translate_greedy(model, src_tok, tgt_tok, texts, device)):
-        src = torch.tensor([src_tok.encode(text) + [EOS_ID]], device=device)
-        tgt = torch.tensor([[BOS_ID] + tgt_tok.encode(hyp)], device=device)
-        trace = Trace()
-        model(src, tgt, trace)
+    for text in texts:
+        ex = explain(ckpt, text, DecodeOptions("greedy"), record_scores=False)
         # float64 before rounding: a rounded float32 prints as 0.0949999988079071 in JSON
         round3 = lambda t: torch.round(t[:, 0].double(), decimals=3).tolist()  # noqa: E731
-        shots.append({"source": text, "output": hyp,
-                      "source_tokens": src_tok.pieces(src[0].tolist()),
-                      "target_tokens": tgt_tok.pieces(tgt[0].tolist()),
-                      "cross": round3(trace.attention("cross"))})
+        shots.append({"source": text, "output": ex.output,
+                      "source_tokens": ex.trace.source_tokens[0], "target_tokens": ex.trace.target_tokens[0],
+                      "cross": round3(ex.trace.attention("cross"))})
     return shots
 
 
 # ---- state -------------------------------------------------------------------------------
-@dataclass
-class Progress:
-    step: int = 0
-    epoch: int = 0           # epochs completed
-    batch_in_epoch: int = 0  # batches of the current epoch already consumed
-    best_bleu: float = -1.0
-    elapsed: float = 0.0     # training seconds over all sessions
-
-
 def save_last(work: Path, model: Transformer, optimizer: torch.optim.Optimizer, progress: Progress,
               args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer, log: list[dict]) -> None:
     """The resumable state, written atomically (checkpoint dir + optimizer + RNG)."""
@@ -322,7 +259,10 @@ class Trainer:
             self.src_tok, self.tgt_tok = build_tokenizers(args, train_src, train_tgt)
             self.model = Transformer(model_config(args, self.src_tok, self.tgt_tok))
         self.model.to(rt.device)
-        self.corpus = load_corpus(args, self.src_tok, self.tgt_tok, train_src, train_tgt)
+        self.cfg = self.model.cfg
+        self.corpus = load_corpus(args, self.src_tok, self.tgt_tok, self.cfg, train_src, train_tgt)
+        self.schedule = Schedule(args.lr, args.warmup, args.epochs, args.cooldown_epochs)
+        self.step_settings = StepSettings(args.label_smoothing, args.clip, args.amp)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
         self.progress, self.log = Progress(), []
         self.epoch_len = 1
@@ -381,61 +321,38 @@ class Trainer:
         self.epoch_len = len(batches)
         bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch + 1}/{a.epochs}",
                    disable=a.no_progress or not self.rt.main, file=sys.stderr, dynamic_ncols=True)
-        tokens_seen, loss_sum, t0 = 0, 0.0, time.time()
-        while p.batch_in_epoch < len(batches):
-            group = batches[p.batch_in_epoch:p.batch_in_epoch + a.accum]
-            loss, ntok = self.train_step(group)
-            p.batch_in_epoch += len(group)
-            tokens_seen += ntok
-            loss_sum += loss * ntok
-            rate = tokens_seen / max(time.time() - t0, 1e-6)
-            bar.update(len(group))
+        seen = {"tokens": 0, "loss": 0.0, "t0": time.time()}
+
+        def on_step(loss: float, tokens: int) -> None:
+            seen["tokens"] += tokens
+            seen["loss"] += loss * tokens
+            rate = seen["tokens"] / max(time.time() - seen["t0"], 1e-6)
+            bar.update(a.accum)
             bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", lr=f"{self._lr():.2e}")
-            self.last_loss, self.last_rate = loss_sum / tokens_seen, rate   # this session's epoch mean
-            if (a.max_steps and p.step >= a.max_steps) or self.out_of_time(start):
-                bar.close()
-                if p.batch_in_epoch >= len(batches):
-                    p.batch_in_epoch = 0
-                return True
-        bar.close()
-        p.batch_in_epoch = 0
-        return False
+            self.last_loss, self.last_rate = seen["loss"] / seen["tokens"], rate   # this session's epoch mean
+
+        def should_stop() -> bool:
+            return bool(a.max_steps and p.step >= a.max_steps) or self.out_of_time(start)
+
+        try:
+            return train_epoch(batches, p, self.train_step, a.accum, should_stop, on_step)
+        finally:
+            bar.close()
 
     def _lr(self) -> float:
-        p, a = self.progress, self.args
-        epochs_done = p.epoch + p.batch_in_epoch / max(self.epoch_len, 1)
-        return (learning_rate(p.step, a.lr, a.warmup)
-                * cooldown_factor(epochs_done, a.epochs, a.cooldown_epochs))
+        p = self.progress
+        return self.schedule.lr(p.step, p.epoch + p.batch_in_epoch / max(self.epoch_len, 1))
 
     def train_step(self, group: list[list[int]]) -> tuple[float, int]:
-        a = self.args
-        self.ddp.train()
-        self.progress.step += 1
-        for g in self.optimizer.param_groups:
-            g["lr"] = self._lr()
-        total_tokens = sum(sum(len(self.corpus.train[i].tgt) - 1 for i in b) for b in group)
-        loss_sum = 0.0
-        for j, batch in enumerate(group):
-            src, tgt = (t.to(self.rt.device) for t in collate([self.corpus.train[i] for i in batch], PAD_ID))
-            sync = contextlib.nullcontext() if j == len(group) - 1 or self.rt.world == 1 else self.ddp.no_sync()
-            with sync, autocast(a, self.rt.device):
-                loss, ntok = loss_and_tokens(self.ddp, src, tgt, a.label_smoothing)
-            scaled = loss * (ntok / total_tokens)
-            (self.scaler.scale(scaled) if self.scaler else scaled).backward()
-            loss_sum += float(loss.detach()) * ntok
-        if not math.isfinite(loss_sum):
+        """One optimizer step on a group of batches (gradient accumulation); the step
+        itself is model.training.train_step."""
+        batches = [collate([self.corpus.train[i] for i in b], self.cfg.pad_id) for b in group]
+        try:
+            loss, tokens = train_step(self.ddp, self.optimizer, batches, self._lr(), self.step_settings,
+                                      self.cfg.pad_id, self.scaler)
+        except NonFiniteLoss:
             self.abort_nan()
-        if self.scaler:
-            self.scaler.unscale_(self.optimizer)
-        if a.clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
-        if self.scaler:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return loss_sum / total_tokens, total_tokens * self.rt.world
+        return loss, tokens * self.rt.world
 
     def abort_nan(self) -> None:
         print(f"\nerror: the training loss became NaN/inf at step {self.progress.step}; stopping. "
@@ -454,9 +371,10 @@ class Trainer:
         p.epoch += 1
         if not self.rt.main:
             return
-        val_loss = validation_loss(self.model, self.corpus.val, self.rt.device)
+        val_loss = validation_loss(self.model, self.corpus.val, self.cfg.pad_id)
         n = self.args.eval_sentences or len(self.corpus.val_src)
-        hyps = translate_greedy(self.model, self.src_tok, self.tgt_tok, self.corpus.val_src[:n], self.rt.device)
+        ckpt = as_checkpoint(self.model, self.src_tok, self.tgt_tok)
+        hyps = translate_greedy(ckpt, self.corpus.val_src[:n])
         scores = corpus_scores(hyps, self.corpus.val_tgt[:n])
         record = {"step": p.step, "epoch": p.epoch, "train_loss": round(self.last_loss, 4),
                   "val_loss": round(val_loss, 4), "val_bleu": round(scores.bleu, 2),
@@ -465,14 +383,12 @@ class Trainer:
         self.log.append(record)
         print(json.dumps(record), file=sys.stderr)
         self.work.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.detach().clone() for k, v in self.model.state_dict().items()
-                   if not _is_tied_alias(self.model, k)}, str(self.work / f"epoch-{p.epoch}.safetensors"))
+        save_weights(self.work / f"epoch-{p.epoch}.safetensors", self.model)
         stale = self.work / f"epoch-{p.epoch - max(self.args.average_last, 1)}.safetensors"
         stale.unlink(missing_ok=True)
         snaps_path = self.work / "attention_snapshots.json"
         snaps = json.loads(snaps_path.read_text()) if snaps_path.exists() else []
-        snaps.append({"epoch": p.epoch, "sentences": attention_snapshot(
-            self.model, self.src_tok, self.tgt_tok, self.snapshot_texts, self.rt.device)})
+        snaps.append({"epoch": p.epoch, "sentences": attention_snapshot(ckpt, self.snapshot_texts)})
         snaps_path.write_text(json.dumps(snaps, separators=(",", ":")))
         if scores.bleu > p.best_bleu:
             p.best_bleu = scores.bleu
@@ -492,8 +408,8 @@ class Trainer:
             candidates[f"average of last {self.args.average_last} epochs"] = averaged
         results = {}
         for name, m in candidates.items():
-            m.to(self.rt.device)
-            hyps = translate_greedy(m, self.src_tok, self.tgt_tok, self.corpus.val_src, self.rt.device)
+            hyps = translate_greedy(as_checkpoint(m.to(self.rt.device), self.src_tok, self.tgt_tok),
+                                    self.corpus.val_src)
             results[name] = corpus_scores(hyps, self.corpus.val_tgt)
             print(f"val {name}: {results[name]}", file=sys.stderr)
         chosen = max(results, key=lambda k: results[k].bleu)
@@ -512,18 +428,14 @@ class Trainer:
         print(f"wrote {self.args.out} ({chosen}, val BLEU {results[chosen].bleu:.2f})", file=sys.stderr)
 
 
-def _is_tied_alias(model: Transformer, key: str) -> bool:
-    return model.cfg.tie_embeddings and key in ("tgt_embed.lut.weight", "generator.weight")
-
-
 def average_epochs(cfg: ModelConfig, work: Path, last_epoch: int, n: int) -> Transformer | None:
+    """The mean of the last n epochs' weights (each loaded strictly), or None."""
     paths = [work / f"epoch-{e}.safetensors" for e in range(last_epoch - n + 1, last_epoch + 1)]
     if n < 2 or not all(p.is_file() for p in paths):
         return None
-    states = [load_file(str(p)) for p in paths]
-    avg = {k: sum(s[k].float() for s in states) / n for k in states[0]}
+    states = [load_weights(p, cfg).state_dict() for p in paths]
     model = Transformer(cfg)
-    model.load_state_dict(avg, strict=False)
+    model.load_state_dict({k: sum(s[k] for s in states) / n for k in states[0]})   # strict
     return model.eval()
 
 

@@ -1,96 +1,83 @@
-"""Deep links: the URL's query parameters hold the state a teacher wants to share.
+"""Links: the address bar always names the page and holds the state a teacher shares.
 
-On a session's first run the parameters are copied into session state (each checked
-and converted; anything malformed is ignored); on every run the current state is
-written back, so the address bar is always a link to what is on screen.
+The URL path names the page (`/step`, `/masks`, ...; the first page is at `/`); the
+query parameters hold the settings of app/settings.py (`LINKED`) and the step of the
+step-through page. On a session's first run the parameters are read into the owners of
+app/state.py (each checked by its spec; anything malformed is ignored); at the end of
+every run the owners' values are written back, those that differ from their defaults.
+
+Links made before pages had paths name the page as `view=<slug>`: `read` returns that
+page so the app can open it.
 """
-
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import streamlit as st
 
-# URL parameter -> (session-state key, converter)
-PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "text": ("text", str),
-    "checkpoint": ("checkpoint", str),
-    "view": ("view", str),
-    "kind": ("kind", str),
-    "layer": ("layer", int),
-    "head": ("head", int),
-    "query": ("query", int),
-    "step": ("next_step", int),
-    "method": ("method", str),
-    "beam": ("beam_size", int),
-    "alpha": ("alpha", float),
-    "temperature": ("temperature", float),
-    "top_k": ("top_k", int),
-    "seed": ("seed", int),
-    "projector": ("projector", lambda v: v.lower() in ("1", "true", "yes")),
-}
-CHOICES = {"method": ("beam", "greedy", "sample"), "kind": ("cross", "encoder_self", "decoder_self")}
-RANGES = {
-    "beam_size": (1, 16),
-    "alpha": (0.0, 2.0),
-    "temperature": (0.05, 2.0),
-    "top_k": (0, 50),
-    "seed": (0, 10_000),
-    "layer": (0, 63),
-    "head": (0, 63),
-    "query": (0, 1000),
-    "next_step": (0, 1000),
-}
+from app import state
+from app.settings import CHECKPOINT, LINKED, TEXT
+
+STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
+MAX_STEP = 1000
 
 
-def parse(params: dict[str, str], views: tuple[str, ...], checkpoints: tuple[str, ...]) -> dict[str, Any]:
-    """URL parameters -> session-state values, dropping what does not fit."""
+def parse(params: Mapping[str, str], checkpoints: Iterable[str]) -> dict[str, Any]:
+    """URL parameters -> {setting name: value} for the settings that fit their spec."""
     out: dict[str, Any] = {}
-    for name, raw in params.items():
-        if name not in PARAMS:
+    for param, raw in params.items():
+        spec = LINKED.get(param)
+        if spec is None:
             continue
-        key, convert = PARAMS[name]
-        try:
-            value = convert(raw)
-        except (TypeError, ValueError):
+        value = spec.from_link(raw)
+        if value is None or (spec is CHECKPOINT and value not in set(checkpoints)):
             continue
-        if key in CHOICES and value not in CHOICES[key]:
-            continue
-        if key == "view" and value not in views or key == "checkpoint" and value not in checkpoints:
-            continue
-        if key in RANGES and not RANGES[key][0] <= value <= RANGES[key][1]:
-            continue
-        if key == "text" and len(value) > 1000:
-            continue
-        out[key] = value
+        out[spec.name] = value
     return out
 
 
-def restore(views: tuple[str, ...], checkpoints: tuple[str, ...]) -> None:
-    """Once per session: the link's state into session state."""
-    if st.session_state.get("_links_restored"):
-        return
-    st.session_state["_links_restored"] = True
-    for key, value in parse(dict(st.query_params), views, checkpoints).items():
-        st.session_state[key] = value
+def linked_step(params: Mapping[str, str]) -> int | None:
+    try:
+        step = int(params.get(STEP, ""))
+    except ValueError:
+        return None
+    return step if 0 <= step <= MAX_STEP else None
 
 
-def current(state: Any) -> dict[str, str]:
-    """Session state -> URL parameters (only what is set)."""
+def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
+    """Once per session: the link's state into the owners. Returns the page an old-style
+    link (`view=...`) names, if any."""
+    if st.session_state.get(state.LINK_READ):
+        return None
+    st.session_state[state.LINK_READ] = True
+    params = {k: st.query_params[k] for k in st.query_params}
+    for name, value in parse(params, checkpoints).items():
+        state.put(name, value)
+    state.cursor().pending = linked_step(params)
+    view = params.get(VIEW)
+    return view if view in set(pages) else None
+
+
+def current(values: Mapping[str, Any], step: int) -> dict[str, str]:
+    """The owners' values -> URL parameters: the sentence, and every other setting that
+    differs from its default."""
     out = {}
-    for name, (key, _) in PARAMS.items():
-        if key == "next_step":
-            key = "current_step"        # what the step view showed on this run
-        value = state.get(key)
-        if value is None or value is False:
+    for param, spec in LINKED.items():
+        value = values.get(spec.name)
+        if value is None or (value == spec.default and spec is not TEXT):
             continue
-        out[name] = "1" if value is True else str(value)
+        out[param] = spec.to_link(value)
+    if step:
+        out[STEP] = str(step)
     return out
 
 
 def publish() -> None:
     """Write the current state into the address bar."""
-    wanted = current(st.session_state)
+    if not st.session_state.get(state.LINK_READ):
+        return
+    cursor = state.cursor()
+    wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step)
     if dict(st.query_params) != wanted:
         st.query_params.from_dict(wanted)

@@ -1,16 +1,146 @@
-"""The sidebar: checkpoint, decoding settings, display settings, returned as plain values."""
+"""Every setting a student can choose, described once.
 
+A `Setting` names its widget key (= its name in app/state.py's owner), its link
+parameter, its default, and its bounds or choices. The same spec draws the widget
+(`slider`, `selectbox`, ... below), checks a link's value (app/links.py) and writes
+the link back. Decoding choices and defaults come from `DecodeOptions`.
+"""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
-from app import figures
-from model.decoding import DecodeOptions
+from app import figures, state
+from model.decoding import BEAM_SIZES, METHODS, DecodeOptions
+from model.kinds import KIND_NAMES
+
+MAX_TEXT_CHARS = 1000
 
 
+def _flag(raw: str) -> bool:
+    return raw.lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str                              # widget key, and the owner's key in app/state.py
+    param: str | None                      # URL query parameter (None: not in links)
+    default: Any
+    parse: Callable[[str], Any] = str      # link text -> value (raises ValueError)
+    bounds: tuple[float, float] | None = None
+    choices: tuple | None = None
+    step: float | None = None              # slider step
+
+    def valid(self, value: Any) -> bool:
+        if self.choices is not None and value not in self.choices:
+            return False
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            return False
+        return not (isinstance(value, str) and len(value) > MAX_TEXT_CHARS)
+
+    def from_link(self, raw: str) -> Any | None:
+        """The value a link's text stands for, or None when it does not fit."""
+        try:
+            value = self.parse(raw)
+        except (TypeError, ValueError):
+            return None
+        return value if self.valid(value) else None
+
+    def to_link(self, value: Any) -> str:
+        return "1" if value is True else str(value)
+
+
+_D = DecodeOptions()
+TEXT = Setting("text", "text", "")
+CHECKPOINT = Setting("checkpoint", "checkpoint", "multi30k-en-de")
+METHOD = Setting("method", "method", "beam", choices=METHODS)
+BEAM = Setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
+ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=(0.0, 2.0), step=0.1)
+TEMPERATURE = Setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
+TOP_K = Setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
+TOP_P = Setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
+SEED = Setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
+PROJECTOR = Setting("projector", "projector", False, _flag)
+IMAGE_FORMAT = Setting("image_format", "format", "png", choices=("png", "svg"))
+KIND = Setting("kind", "kind", "cross", choices=KIND_NAMES)
+LAYER = Setting("layer", "layer", 0, int, bounds=(0, 63))
+HEAD = Setting("head", "head", 0, int, bounds=(0, 63))
+QUERY = Setting("query", "query", None, int, bounds=(0, 1000))
+HEAD_KIND = Setting("head_kind", "head_kind", "cross", choices=KIND_NAMES)
+HEAD_QUERY = Setting("head_query", "head_query", 0, int, bounds=(0, 1000))
+MASK_KIND = Setting("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
+SNAP_LAYER = Setting("snap_layer", None, -1, int)   # -1: the last layer
+SNAP_HEAD = Setting("snap_head", None, 0, int)
+KO_LAYERS = Setting("ko_layers", None, ())          # knockout: whole layers switched off
+KO_HEADS = Setting("ko_heads", None, ())            # knockout: single heads switched off
+
+# Every setting that a link carries, by link parameter. The step of the step-through
+# page is in links too, but its owner is the cursor (app/links.py).
+LINKED: dict[str, Setting] = {s.param: s for s in (
+    TEXT, CHECKPOINT, KIND, LAYER, HEAD, QUERY, METHOD, BEAM, ALPHA, TEMPERATURE, TOP_K, TOP_P, SEED, PROJECTOR,
+    IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND) if s.param}
+
+
+# ---- widgets drawn from a spec -------------------------------------------------------------------
+def _within(options: Sequence, fallback: Any) -> Callable[[Any], Any]:
+    return lambda v: v if v in options else fallback
+
+
+def _clamped(s: Setting) -> Callable[[Any], Any]:
+    lo, hi = s.bounds
+    return lambda v: min(max(v, lo), hi) if isinstance(v, int | float) else s.default
+
+
+def selectbox(where: Any, s: Setting, label: str, options: Sequence, default: Any = None, **kw: Any) -> Any:
+    options = list(options)
+    fallback = default if default in options else s.default if s.default in options else options[0]
+    state.restore(s.name, fallback, _within(options, fallback))
+    return state.remember(s.name, where.selectbox(label, options, key=s.name, **kw))
+
+
+def radio(where: Any, s: Setting, label: str, options: Sequence | None = None, **kw: Any) -> Any:
+    options = list(options or s.choices)
+    fallback = s.default if s.default in options else options[0]
+    state.restore(s.name, fallback, _within(options, fallback))
+    return state.remember(s.name, where.radio(label, options, key=s.name, **kw))
+
+
+def slider(where: Any, s: Setting, label: str, **kw: Any) -> Any:
+    state.restore(s.name, s.default, _clamped(s))
+    lo, hi = s.bounds
+    if s.step is not None:
+        kw["step"] = s.step
+    return state.remember(s.name, where.slider(label, lo, hi, key=s.name, **kw))
+
+
+def number_input(where: Any, s: Setting, label: str, **kw: Any) -> Any:
+    state.restore(s.name, s.default, _clamped(s))
+    return state.remember(s.name, where.number_input(label, s.bounds[0], s.bounds[1], key=s.name, **kw))
+
+
+def multiselect(where: Any, s: Setting, label: str, options: Sequence, **kw: Any) -> list:
+    options = list(options)
+    state.restore(s.name, list(s.default), lambda v: [x for x in v if x in options])
+    return state.remember(s.name, where.multiselect(label, options, key=s.name, **kw))
+
+
+def toggle(where: Any, s: Setting, label: str, **kw: Any) -> bool:
+    state.restore(s.name, s.default, bool)
+    return state.remember(s.name, where.toggle(label, key=s.name, **kw))
+
+
+def layer_head(columns: Sequence[Any], n_layers: int, n_heads: int, layer: Setting = LAYER, head: Setting = HEAD,
+               default_layer: int = 0) -> tuple[int, int]:
+    """The one layer / head picker: two selectboxes in the first two of `columns`."""
+    chosen_layer = selectbox(columns[0], layer, "Layer", range(n_layers), default=default_layer)
+    return chosen_layer, selectbox(columns[1], head, "Head", range(n_heads))
+
+
+# ---- the sidebar -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Settings:
     checkpoint: Path
@@ -27,57 +157,38 @@ class Settings:
         return figures.CONTRAST_COLORSCALE if self.projector else figures.COLORSCALE
 
 
+HELP = {
+    "method": "greedy: the likeliest token each step; beam: keep the k best partial translations; "
+              "sample: draw each token at random from the model's distribution",
+    "alpha": "score = log p / ((5 + length) / 6)^α; 0 = no normalisation",
+    "temperature": "divides the logits: below 1 sharper, above 1 flatter",
+    "top_p": "keep the smallest set of likeliest tokens whose probabilities add up to p (1 = all)",
+}
+
+
 def decoding_ui() -> DecodeOptions:
-    st.sidebar.subheader("Decoding")
-    method = st.sidebar.radio(
-        "Method",
-        ["beam", "greedy", "sample"],
-        key="method",
-        horizontal=True,
-        help="greedy: the likeliest token each step; beam: keep the k best partial "
-        "translations; sample: draw each token at random from the model's distribution",
-    )
+    sb = st.sidebar
+    sb.subheader("Decoding")
+    method = radio(sb, METHOD, "Method", horizontal=True, help=HELP["method"])
     kw: dict = {"method": method, "record_steps": True, "record_top_k": 8}
     if method == "beam":
-        kw["beam_size"] = st.sidebar.slider("Beam size", 1, 16, 4, key="beam_size")
-        kw["alpha"] = st.sidebar.slider(
-            "Length penalty α (GNMT)",
-            0.0,
-            2.0,
-            0.6,
-            0.1,
-            key="alpha",
-            help="score = log p / ((5 + length) / 6)^α; 0 = no normalisation",
-        )
+        kw["beam_size"] = slider(sb, BEAM, "Beam size")
+        kw["alpha"] = slider(sb, ALPHA, "Length penalty α (GNMT)", help=HELP["alpha"])
     if method == "sample":
-        kw["temperature"] = st.sidebar.slider(
-            "Temperature",
-            0.05,
-            2.0,
-            1.0,
-            0.05,
-            key="temperature",
-            help="divides the logits: below 1 sharper, above 1 flatter",
-        )
-        kw["top_k"] = st.sidebar.slider("Top-k (0 = all tokens)", 0, 50, 0, key="top_k")
-        kw["seed"] = st.sidebar.number_input("Seed", 0, 10_000, 0, key="seed")
+        kw["temperature"] = slider(sb, TEMPERATURE, "Temperature", help=HELP["temperature"])
+        kw["top_k"] = slider(sb, TOP_K, "Top-k (0 = all tokens)")
+        kw["top_p"] = slider(sb, TOP_P, "Top-p (nucleus)", help=HELP["top_p"])
+        kw["seed"] = number_input(sb, SEED, "Seed")
     return DecodeOptions(**kw)
 
 
 def sidebar(checkpoints: list[Path], default: str) -> Settings:
     names = [p.name for p in checkpoints]
-    index = names.index(default) if default in names else 0
-    name = st.sidebar.selectbox(
-        "Checkpoint", names, index=index, key="checkpoint", help="every checkpoint directory found in checkpoints/"
-    )
+    name = selectbox(st.sidebar, CHECKPOINT, "Checkpoint", names, default=default,
+                     help="every checkpoint directory found in checkpoints/")
     opts = decoding_ui()
     st.sidebar.subheader("Display")
-    projector = st.sidebar.toggle("Projector mode (large fonts, high contrast)", key="projector")
-    image_format = st.sidebar.radio(
-        "Figure download format",
-        ["png", "svg"],
-        horizontal=True,
-        key="image_format",
-        help="the camera icon above each figure downloads it in this format",
-    )
+    projector = toggle(st.sidebar, PROJECTOR, "Projector mode (large fonts, high contrast)")
+    image_format = radio(st.sidebar, IMAGE_FORMAT, "Figure download format", horizontal=True,
+                         help="the camera icon above each figure downloads it in this format")
     return Settings(checkpoints[names.index(name)], opts, projector, image_format)

@@ -1,59 +1,67 @@
-"""Cached resources: the model loads once per process; explanations are cached per
-(checkpoint, text, settings). Both are shared by every session and must stay read-only."""
+"""Where every piece of one session's state lives.
 
+Streamlit forgets a widget's value when a run does not draw the widget (a student
+leaves the page it is on). So no value a student chose lives only in a widget: each
+has one owner here, in the session's `st.session_state`:
+
+    session_state["values"]   dict: every setting's current value (the sentence, the
+                              decoding settings, layer, head, ...) by the setting's name,
+                              which is also its widget's key (see app/settings.py)
+    session_state["cursor"]   the step-through page's StepCursor (app/cursor.py)
+    session_state["link_read"]  True once the link's parameters were read (app/links.py)
+
+A widget mirrors its owner: `restore` before drawing it hands the widget its value,
+and `remember` after drawing stores what the widget returned. Shared, read-only things
+(the model, cached explanations) are not session state: see app/resources.py.
+"""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
-import torch
 
-from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import Explanation, encoder_trace, explain
-from model.trace import Trace
+from app.cursor import StepCursor
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CHECKPOINT = "multi30k-en-de"
-MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
+VALUES, CURSOR, LINK_READ = "values", "cursor", "link_read"
 
 
-def checkpoints_dir() -> Path:
-    return Path(os.environ.get("TRANSFORMER_CHECKPOINTS", ROOT / "checkpoints"))
+def values() -> dict[str, Any]:
+    """The owner of every setting's value (created on a session's first run)."""
+    return st.session_state.setdefault(VALUES, {})
 
 
-def available_checkpoints() -> list[Path]:
-    return find_checkpoints(checkpoints_dir())
+def get(name: str, default: Any = None) -> Any:
+    return values().get(name, default)
 
 
-@st.cache_resource(show_spinner=False)
-def _configure_threads() -> bool:
-    # torch.set_num_interop_threads raises on a second call: once per process.
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    return True
+def put(name: str, value: Any) -> None:
+    values()[name] = value
 
 
-@st.cache_resource(show_spinner="Loading the model…")
-def get_checkpoint(path: str) -> Checkpoint:
-    _configure_threads()
-    ckpt = load_checkpoint(path)
-    with torch.inference_mode():  # warm-up: the first user does not wait
-        explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
-    return ckpt
+def cursor() -> StepCursor:
+    return st.session_state.setdefault(CURSOR, StepCursor())
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def get_explanation(
-    path: str, text: str, opts: DecodeOptions, reference: str | None = None, qkv: bool = False,
-    knockout: frozenset[str] = frozenset(),
-) -> Explanation:
-    """qkv: also record each head's Q, K, V (for the inside-one-head view); knockout:
-    heads switched off (for the knockout view)."""
-    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=qkv,
-                   knockout=knockout)
+def restore(name: str, default: Any, fix: Callable[[Any], Any] = lambda v: v) -> None:
+    """Before drawing the widget `name`: hand it its value through the Session State API.
+
+    The value is the one a student just gave the widget (still in its key), else the
+    owner's (or `default`), made valid by `fix` (e.g. layer 5 after switching to a
+    3-layer model). It is set every time, not only when Streamlit forgot the key: a
+    widget's identity includes the page it is drawn on, so the same key on another page
+    is a new widget that would otherwise start from its default."""
+    ss = st.session_state
+    ss[name] = fix(ss[name] if name in ss else get(name, default))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
-def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
-    return encoder_trace(get_checkpoint(path), list(texts))
+def remember(name: str, value: Any) -> Any:
+    """After drawing the widget `name`: its value becomes the owner's. Returns it."""
+    put(name, value)
+    return value
+
+
+def set_widget(name: str, value: Any) -> None:
+    """Change a setting from code (a callback, a language switch): owner and widget both."""
+    put(name, value)
+    st.session_state[name] = value

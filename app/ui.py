@@ -1,4 +1,4 @@
-"""Small Streamlit helpers shared by the views."""
+"""Small Streamlit helpers shared by the pages."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from app.analysis import matrix_csv
 from app.settings import Settings
+from model.trace import Trace
 
 
 def chart(where: Any, fig: go.Figure, key: str, settings: Settings) -> None:
@@ -27,3 +28,8 @@ def csv_button(where: Any, matrix: Any, rows: list[str], cols: list[str], name: 
     """A download button for the matrix a figure shows."""
     where.download_button(f"Download {name}.csv", data=matrix_csv(matrix, rows, cols), file_name=f"{name}.csv",
                           mime="text/csv", key=f"csv_{name}", on_click="ignore")
+
+
+def tokens_for(trace: Trace, side: str, index: int = 0) -> list[str]:
+    """The tokens along one side ("source" or "target") of a trace's batch entry."""
+    return (trace.source_tokens if side == "source" else trace.target_tokens)[index]

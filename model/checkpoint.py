@@ -90,6 +90,25 @@ def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: To
     return directory
 
 
+def save_weights(path: str | Path, model: Transformer) -> Path:
+    """Only the weights (e.g. one epoch's, for averaging), tied tensors stored once."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_model(model, str(path), metadata={"format": FORMAT})
+    return path
+
+
+def load_weights(path: str | Path, cfg: ModelConfig) -> Transformer:
+    """A model of shape cfg with the weights of `path`, loaded strictly (every tensor
+    present, none extra). Raises CheckpointError."""
+    model = Transformer(cfg)
+    try:
+        load_model(model, str(path), strict=True)
+    except (SafetensorError, RuntimeError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: cannot be loaded ({_one_line(exc)})") from None
+    return model.float().eval()
+
+
 def _replace_dir(tmp: Path, directory: Path) -> None:
     old = None
     if directory.exists():
@@ -126,15 +145,10 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
         if t.vocab_size != size:
             raise CheckpointError(f"{directory / tok.get('src' if side == 'source' else 'tgt', 'spm.model')}: "
                                   f"{side} tokenizer has {t.vocab_size} pieces, config.json says {size}")
-    model = Transformer(cfg)
     weights = directory / WEIGHTS
     if not weights.is_file():
         raise CheckpointError(f"{weights}: missing")
-    try:
-        missing, unexpected = load_model(model, str(weights), strict=True)
-    except (SafetensorError, RuntimeError, OSError, ValueError) as exc:
-        raise CheckpointError(f"{weights}: cannot be loaded ({_one_line(exc)})") from None
-    model.float().to(device).eval()
+    model = load_weights(weights, cfg).to(device)
     meta = {k: v for k, v in config.items() if k not in ("model", "tokenizer")}
     return Checkpoint(model, src_tok, tgt_tok, directory, meta)
 

@@ -7,7 +7,7 @@ import sys
 import torch
 
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from model.decoding import DecodeOptions
+from model.decoding import BEAM_SIZES, LENGTH_PENALTIES, METHODS, DecodeOptions
 
 DEFAULT_CHECKPOINT = "checkpoints/multi30k-en-de"
 
@@ -19,18 +19,23 @@ def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") -> None:
+    """Decoding flags; choices and defaults are DecodeOptions' own."""
+    d = DecodeOptions()
     g = p.add_argument_group("decoding")
-    g.add_argument("--decode", default=default_method, choices=["greedy", "beam", "sample"],
+    g.add_argument("--decode", default=default_method, choices=METHODS,
                    help=f"search method (default {default_method})")
-    g.add_argument("--beam-size", type=int, default=4, help="beam width, 1-16 (default 4)")
-    g.add_argument("--length-penalty", default="gnmt", choices=["gnmt", "average", "none"],
-                   help="beam score normalisation: gnmt = logp / ((5+n)/6)^alpha (default), "
-                        "average = logp / n, none = logp")
-    g.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent (default 0.6)")
-    g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
-    g.add_argument("--top-k", type=int, default=0, help="sampling: only the k likeliest tokens (0: all)")
-    g.add_argument("--top-p", type=float, default=1.0, help="sampling: nucleus probability mass (default 1.0)")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    g.add_argument("--beam-size", type=int, default=d.beam_size,
+                   help=f"beam width, {BEAM_SIZES[0]}-{BEAM_SIZES[1]} (default {d.beam_size})")
+    g.add_argument("--length-penalty", default=d.length_penalty, choices=LENGTH_PENALTIES,
+                   help=f"beam score normalisation: gnmt = logp / ((5+n)/6)^alpha, "
+                        f"average = logp / n, none = logp (default {d.length_penalty})")
+    g.add_argument("--alpha", type=float, default=d.alpha, help=f"GNMT length penalty exponent (default {d.alpha})")
+    g.add_argument("--temperature", type=float, default=d.temperature,
+                   help=f"sampling temperature (default {d.temperature})")
+    g.add_argument("--top-k", type=int, default=d.top_k, help="sampling: only the k likeliest tokens (0: all)")
+    g.add_argument("--top-p", type=float, default=d.top_p,
+                   help=f"sampling: nucleus probability mass (default {d.top_p})")
+    g.add_argument("--seed", type=int, default=d.seed, help=f"sampling seed (default {d.seed})")
 
 
 def decode_options(args: argparse.Namespace, record_steps: bool = False) -> DecodeOptions:

@@ -26,8 +26,10 @@ from model.layers import DecoderCache
 from model.trace import Trace
 from model.transformer import Transformer
 
+# The decoding choices, stated once: the CLIs' flags and the app's widgets and links read them.
 METHODS = ("greedy", "beam", "sample")
 LENGTH_PENALTIES = ("gnmt", "average", "none")
+BEAM_SIZES = (1, 16)          # smallest and largest beam width
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,8 @@ class DecodeOptions:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not 1 <= self.beam_size <= 16:
-            raise ValueError(f"beam size must be between 1 and 16, got {self.beam_size}")
+        if not BEAM_SIZES[0] <= self.beam_size <= BEAM_SIZES[1]:
+            raise ValueError(f"beam size must be between {BEAM_SIZES[0]} and {BEAM_SIZES[1]}, got {self.beam_size}")
         if self.length_penalty not in LENGTH_PENALTIES:
             raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}")
         if self.temperature <= 0:

@@ -16,6 +16,7 @@ import torch
 from model.checkpoint import Checkpoint
 from model.data import Example, collate
 from model.decoding import DecodeOptions, DecodeResult, ForcedResult, decode, forced_decode
+from model.kinds import kind
 from model.trace import Trace
 
 
@@ -157,8 +158,9 @@ def token_probabilities(ckpt: Checkpoint, source: list[int], output: list[int],
 def head_names(ckpt: Checkpoint) -> list[str]:
     """Every attention head, by the name `knockout` uses."""
     cfg = ckpt.config
-    names = [f"encoder.{i}.self_attn.{h}" for i in range(cfg.n_encoder_layers) for h in range(cfg.n_heads)]
-    for i in range(cfg.n_decoder_layers):
-        for module in ("self_attn", "cross_attn"):
-            names += [f"decoder.{i}.{module}.{h}" for h in range(cfg.n_heads)]
+    enc, dec_self, cross = (kind(k) for k in ("encoder_self", "decoder_self", "cross"))
+    names = [f"{enc.layer_name(i)}.{h}" for i in range(cfg.n_encoder_layers) for h in range(cfg.n_heads)]
+    for i in range(cfg.n_decoder_layers):          # model order: each decoder layer's self-, then cross-attention
+        for k in (dec_self, cross):
+            names += [f"{k.layer_name(i)}.{h}" for h in range(cfg.n_heads)]
     return names

@@ -43,6 +43,13 @@ class Tokenizer:
         return cls(buffer.getvalue())
 
     @property
+    def special_ids(self) -> dict[str, int]:
+        """pad_id, unk_id, bos_id, eos_id as this sentencepiece model defines them (the
+        names of ModelConfig's fields): a model's config takes them from here once."""
+        sp = self.sp
+        return {"pad_id": sp.pad_id(), "unk_id": sp.unk_id(), "bos_id": sp.bos_id(), "eos_id": sp.eos_id()}
+
+    @property
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 

@@ -14,6 +14,14 @@ from tests.conftest import ROOT
 APP = str(ROOT / "app" / "main.py")
 
 
+def goto(at: AppTest, slug: str) -> AppTest:
+    """Open the page whose URL path is /slug, as a click in the page menu does (a page's
+    script hash is the hash of its URL path), and run."""
+    from streamlit.util import calc_hash
+    at._page_hash = calc_hash(slug)
+    return at.run()
+
+
 @pytest.fixture
 def at(app_checkpoints, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
@@ -21,6 +29,20 @@ def at(app_checkpoints, monkeypatch):
     app.run()
     assert not app.exception, app.exception
     return app
+
+
+def page_of(at: AppTest) -> str | None:
+    """The page on screen: app/pages.py wraps each page in a container keyed page-<slug>."""
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            block_id = str(getattr(getattr(child, "proto", None), "id", "") or "")
+            if "-page-" in block_id:
+                return block_id.rsplit("-page-", 1)[1]
+            found = walk(child)
+            if found:
+                return found
+        return None
+    return walk(at._tree)
 
 
 def charts(at) -> dict[str, dict]:
@@ -84,7 +106,7 @@ def test_highlighting_a_token_adds_its_row_across_heads(at):
 
 
 def test_step_view_steps(at):
-    at.radio(key="view").set_value("step").run()
+    goto(at, "step")
     assert not at.exception
     assert any("Step 0" in m.value for m in at.markdown)
     at.button(key="next").click().run()
@@ -108,7 +130,7 @@ def nodes_of(tree: dict, status: str) -> np.ndarray:
 
 
 def test_greedy_steps_show_probabilities(at):
-    at.radio(key="view").set_value("step").run()
+    goto(at, "step")
     at.radio(key="method").set_value("greedy").run()
     assert not at.exception
     assert "tree" not in charts(at)
@@ -143,7 +165,7 @@ def test_no_checkpoint_page(tmp_path, monkeypatch):
 
 # ---- part 2 views -------------------------------------------------------------------------------
 def test_positional_view_equals_the_formula(at):
-    at.radio(key="view").set_value("positional").run()
+    goto(at, "positional")
     assert not at.exception
     spec = charts(at)["pe_heatmap"]
     z = heatmaps(spec)[0]                                       # (S, D)
@@ -157,7 +179,7 @@ def test_positional_view_equals_the_formula(at):
 
 
 def test_masks_view_blocked_entries_are_zero_after_softmax(at):
-    at.radio(key="view").set_value("masks").run()
+    goto(at, "masks")
     assert not at.exception
     c = charts(at)
     causal = heatmaps(c["causal_mask"])[0]
@@ -175,7 +197,7 @@ def test_masks_view_blocked_entries_are_zero_after_softmax(at):
 
 
 def test_inside_one_head_recomputes_the_models_weights(at):
-    at.radio(key="view").set_value("head").run()
+    goto(at, "head")
     assert not at.exception
     assert any("equal the model's own" in c.value for c in at.caption)
     scaled = array(charts(at)["head_pipeline"]["data"][2]["y"])
@@ -189,7 +211,7 @@ def test_inside_one_head_recomputes_the_models_weights(at):
 
 
 def test_model_card_view(at, app_checkpoints):
-    at.radio(key="view").set_value("card").run()
+    goto(at, "card")
     assert not at.exception
     tables = at.dataframe
     params = tables[1].value
@@ -200,14 +222,14 @@ def test_model_card_view(at, app_checkpoints):
 
 
 def test_switching_to_a_model_of_another_language_offers_its_sentences(at):
-    from app.main import PRESETS
+    from app.sentence import PRESETS
     at.text_input(key="text").set_value("a sentence of my own").run()
     at.selectbox(key="checkpoint").set_value("multi30k-de-en").run()
     assert not at.exception
     assert at.title[0].value.endswith("de → en")
     assert at.text_input(key="text").value == next(iter(PRESETS["de"]))
     at.text_input(key="text").set_value("ein Hund").run()
-    at.radio(key="view").set_value("step").run()             # same language: the text stays
+    goto(at, "step")             # same language: the text stays
     assert at.text_input(key="text").value == "ein Hund"
     at.selectbox(key="checkpoint").set_value("multi30k-en-de").run()
     assert at.text_input(key="text").value == next(iter(PRESETS["en"]))
@@ -217,7 +239,7 @@ def test_deep_link_round_trip(app_checkpoints, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     first = AppTest.from_file(APP, default_timeout=60).run()
     first.text_input(key="text").set_value("the dog runs in the park").run()
-    first.radio(key="view").set_value("step").run()
+    goto(first, "step")
     first.radio(key="method").set_value("greedy").run()
     first.button(key="next").click().run()
     first.button(key="next").click().run()
@@ -227,15 +249,15 @@ def test_deep_link_round_trip(app_checkpoints, monkeypatch):
     second = AppTest.from_file(APP, default_timeout=60)
     for k, v in link.items():
         second.query_params[k] = v[0] if isinstance(v, list) else v
-    second.run()
+    goto(second, "step")                                       # the link's path: /step
     assert not second.exception
     assert second.text_input(key="text").value == "the dog runs in the park"
-    assert second.radio(key="view").value == "step" and second.radio(key="method").value == "greedy"
+    assert page_of(second) == "step" and second.radio(key="method").value == "greedy"
     assert any("Step 2" in m.value for m in second.markdown)
 
 
 def test_knocking_out_a_whole_layer_changes_the_output(at):
-    at.radio(key="view").set_value("knockout").run()
+    goto(at, "knockout")
     assert not at.exception
     assert any("Choose heads" in i.value for i in at.info)
     original = at.markdown[0].value

@@ -13,6 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 import train
+from model import training
 from model.checkpoint import load_checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import translate
@@ -70,7 +71,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
     assert train.main(["--resume", str(tmp_path / "b"), "--max-steps", "14", "--no-progress"]) == 0
     first = json.loads((tmp_path / "a" / "training_log.jsonl").read_text().splitlines()[0])
     assert first["epoch"] == 1 and first["step"] < 14       # the cooldown was on: 1 of 3 epochs done, 2 of 2.5 left
-    assert first["lr"] == pytest.approx(train.learning_rate(first["step"], 3e-3, 60) * 0.8)
+    assert first["lr"] == pytest.approx(training.learning_rate(first["step"], 3e-3, 60) * 0.8)
     a = load_file(str(tmp_path / "a.work" / "last" / "model.safetensors"))
     b = load_file(str(tmp_path / "b.work" / "last" / "model.safetensors"))
     assert a.keys() == b.keys()
@@ -107,18 +108,18 @@ def test_missing_split_is_named(tmp_path, capsys):
 
 
 def test_learning_rate_schedule():
-    assert train.learning_rate(300, 1e-3, 600) == pytest.approx(5e-4)
-    assert train.learning_rate(600, 1e-3, 600) == pytest.approx(1e-3)
-    assert train.learning_rate(2400, 1e-3, 600) == pytest.approx(5e-4)
+    assert training.learning_rate(300, 1e-3, 600) == pytest.approx(5e-4)
+    assert training.learning_rate(600, 1e-3, 600) == pytest.approx(1e-3)
+    assert training.learning_rate(2400, 1e-3, 600) == pytest.approx(5e-4)
 
 
 def test_cooldown_factor():
-    assert train.cooldown_factor(3.0, 10, 0) == 1.0            # off: the paper's schedule alone
-    assert train.cooldown_factor(7.0, 10, 2) == 1.0            # before the last 2 epochs
-    assert train.cooldown_factor(8.0, 10, 2) == 1.0
-    assert train.cooldown_factor(9.0, 10, 2) == pytest.approx(0.5)
-    assert train.cooldown_factor(9.9, 10, 2) == pytest.approx(0.05)
-    assert train.cooldown_factor(10.0, 10, 2) == 0.0
+    assert training.cooldown_factor(3.0, 10, 0) == 1.0            # off: the paper's schedule alone
+    assert training.cooldown_factor(7.0, 10, 2) == 1.0            # before the last 2 epochs
+    assert training.cooldown_factor(8.0, 10, 2) == 1.0
+    assert training.cooldown_factor(9.0, 10, 2) == pytest.approx(0.5)
+    assert training.cooldown_factor(9.9, 10, 2) == pytest.approx(0.05)
+    assert training.cooldown_factor(10.0, 10, 2) == 0.0
 
 
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30K not found at {MULTI30K}")

@@ -11,10 +11,18 @@ import streamlit as st
 
 from app import figures
 from app.analysis import parameter_counts
-from app.settings import Settings
+from app.context import Context
+from app.settings import SNAP_HEAD, SNAP_LAYER, layer_head
 from app.ui import chart
 from model.card import EVAL_RESULTS
 from model.checkpoint import Checkpoint
+from model.config import ModelConfig
+
+INTRO = (
+    "The model is the paper's encoder-decoder at a classroom size: N identical layers per stack, each with "
+    "multi-head attention and a position-wise feed-forward network FFN(x) = max(0, xW₁+b₁)W₂+b₂, each sub-layer "
+    "wrapped as LayerNorm(x + Sublayer(x))."
+)
 
 
 def _read_json_lines(path) -> list[dict]:
@@ -24,79 +32,59 @@ def _read_json_lines(path) -> list[dict]:
         return []
 
 
-def render(ckpt: Checkpoint, settings: Settings) -> None:
-    cfg, meta, fs = ckpt.config, ckpt.meta, settings.font_size
-    st.caption(
-        "The model is the paper's encoder-decoder at a classroom size: N identical layers per stack, each "
-        "with multi-head attention and a position-wise feed-forward network FFN(x) = max(0, xW₁+b₁)W₂+b₂, "
-        "each sub-layer wrapped as LayerNorm(x + Sublayer(x))."
-    )
+def config_rows(cfg: ModelConfig) -> dict[str, object]:
+    """The model's shape, as a student reads it."""
+    return {
+        "d_model": cfg.d_model, "heads": cfg.n_heads, "d_k = d_model / heads": cfg.d_head,
+        "encoder layers": cfg.n_encoder_layers, "decoder layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+        "dropout": cfg.dropout, "norm": "pre-norm" if cfg.norm_first else "post-norm (paper)",
+        "vocabulary": f"{cfg.src_vocab_size} ({'joint' if cfg.tie_embeddings else 'separate'})",
+        "max positions": cfg.max_positions,
+    }
+
+
+def render(ctx: Context) -> None:
+    ckpt, meta = ctx.checkpoint, ctx.checkpoint.meta
+    st.caption(INTRO)
     c1, c2 = st.columns(2)
-    c1.dataframe(
-        pd.DataFrame(
-            {
-                "setting": [
-                    "d_model",
-                    "heads",
-                    "d_k = d_model / heads",
-                    "encoder layers",
-                    "decoder layers",
-                    "d_ff",
-                    "dropout",
-                    "norm",
-                    "vocabulary",
-                    "max positions",
-                ],
-                "value": [
-                    cfg.d_model,
-                    cfg.n_heads,
-                    cfg.d_head,
-                    cfg.n_encoder_layers,
-                    cfg.n_decoder_layers,
-                    cfg.d_ff,
-                    cfg.dropout,
-                    "pre-norm" if cfg.norm_first else "post-norm (paper)",
-                    f"{cfg.src_vocab_size} ({'joint' if cfg.tie_embeddings else 'separate'})",
-                    cfg.max_positions,
-                ],
-            }
-        ).astype(str),
-        hide_index=True,
-        width="stretch",
-    )
+    rows = config_rows(ckpt.config)
+    c1.dataframe(pd.DataFrame({"setting": list(rows), "value": list(rows.values())}).astype(str),
+                 hide_index=True, width="stretch")
     counts = parameter_counts(ckpt.model)
     total = sum(n for _, n in counts)
-    c2.dataframe(
-        pd.DataFrame(
-            {
-                "component": [c for c, _ in counts] + ["total"],
-                "parameters": [f"{n:,}" for _, n in counts] + [f"{total:,}"],
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
+    c2.dataframe(pd.DataFrame({"component": [c for c, _ in counts] + ["total"],
+                               "parameters": [f"{n:,}" for _, n in counts] + [f"{total:,}"]}),
+                 hide_index=True, width="stretch")
     st.markdown(
         f"**Trained on** {meta.get('hardware', '?')} in {meta.get('training_time_min', '?')} minutes, "
         f"{meta.get('epochs', '?')} epochs; shipped weights: {meta.get('selected', '?')}."
     )
+    _training(ctx)
+    snapshots_ui(ctx)
+
+
+def _training(ctx: Context) -> None:
+    ckpt = ctx.checkpoint
     log = _read_json_lines(ckpt.path / "training_log.jsonl") if ckpt.path else []
     if log:
-        chart(st, figures.training_curves(log, font_size=fs), key="curves", settings=settings)
-    evals_path = ckpt.path / EVAL_RESULTS if ckpt.path else None
-    if evals_path and evals_path.is_file():
-        ev = json.loads(evals_path.read_text())
-        st.markdown(f"**Test BLEU** (`{ev['split']}`, sacrebleu, detokenized, cased)")
-        st.dataframe(
-            pd.DataFrame([{"decoding": k, "BLEU": v["bleu"], "chrF": v["chrf"]} for k, v in ev["results"].items()]),
-            hide_index=True,
-        )
-        st.caption(next(iter(ev["results"].values()))["bleu_signature"])
-    snapshots_ui(ckpt, settings)
+        chart(st, figures.training_curves(log, font_size=ctx.settings.font_size), key="curves",
+              settings=ctx.settings)
+    _bleu_table(ckpt)
 
 
-def snapshots_ui(ckpt: Checkpoint, settings: Settings) -> None:
-    path = ckpt.path / "attention_snapshots.json" if ckpt.path else None
+def _bleu_table(ckpt: Checkpoint) -> None:
+    path = ckpt.path / EVAL_RESULTS if ckpt.path else None
+    if not path or not path.is_file():
+        return
+    ev = json.loads(path.read_text())
+    st.markdown(f"**Test BLEU** (`{ev['split']}`, sacrebleu, detokenized, cased)")
+    st.dataframe(pd.DataFrame([{"decoding": k, "BLEU": v["bleu"], "chrF": v["chrf"]}
+                               for k, v in ev["results"].items()]), hide_index=True)
+    st.caption(next(iter(ev["results"].values()))["bleu_signature"])
+
+
+def snapshots_ui(ctx: Context) -> None:
+    path = ctx.checkpoint.path / "attention_snapshots.json" if ctx.checkpoint.path else None
     if not path or not path.is_file():
         return
     snaps = json.loads(path.read_text())
@@ -110,21 +98,11 @@ def snapshots_ui(ckpt: Checkpoint, settings: Settings) -> None:
     epoch = c[1].select_slider("Epoch", epochs, value=epochs[-1], key="snap_epoch")
     shot = next(s for s in snaps if s["epoch"] == epoch)["sentences"][which]
     cross = np.array(shot["cross"])  # (L, H, T, S)
-    layer = c[2].selectbox("Layer", range(cross.shape[0]), index=cross.shape[0] - 1, key="snap_layer")
-    head = c[3].selectbox("Head", range(cross.shape[1]), key="snap_head")
+    layer, head = layer_head(c[2:4], cross.shape[0], cross.shape[1], SNAP_LAYER, SNAP_HEAD,
+                             default_layer=cross.shape[0] - 1)
     st.markdown(f"Epoch {epoch} output: `{shot['output']}`")
-    chart(
-        st,
-        figures.attention_heatmap(
-            cross[layer, head],
-            shot["target_tokens"],
-            shot["source_tokens"],
-            title=f"cross-attention after epoch {epoch}",
-            row_title="target",
-            col_title="source",
-            colorscale=settings.colorscale,
-            font_size=settings.font_size,
-        ),
-        key="snap_heatmap",
-        settings=settings,
-    )
+    fig = figures.attention_heatmap(cross[layer, head], shot["target_tokens"], shot["source_tokens"],
+                                    title=f"cross-attention after epoch {epoch}", row_title="target",
+                                    col_title="source", colorscale=ctx.settings.colorscale,
+                                    font_size=ctx.settings.font_size)
+    chart(st, fig, key="snap_heatmap", settings=ctx.settings)

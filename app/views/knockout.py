@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures, state
-from app.settings import Settings
+from app import figures
+from app.context import Context
+from app.settings import KO_HEADS, KO_LAYERS, multiselect
 from app.ui import chart
 from model.checkpoint import Checkpoint
-from model.pipeline import Explanation, head_names, token_probabilities
+from model.pipeline import head_names, token_probabilities
 
 
 def _label(name: str) -> str:
@@ -20,20 +21,21 @@ def selection_ui(ckpt: Checkpoint) -> frozenset[str]:
     heads = head_names(ckpt)
     layers = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in heads))      # in model order
     c1, c2 = st.columns(2)
-    whole = c1.multiselect("Switch off whole layers (all their heads)", layers, key="ko_layers",
-                           format_func=lambda n: _label(n + ".0").rsplit(" H", 1)[0])
-    single = c2.multiselect("Switch off single heads", heads, key="ko_heads", format_func=_label)
+    whole = multiselect(c1, KO_LAYERS, "Switch off whole layers (all their heads)", layers,
+                        format_func=lambda n: _label(n + ".0").rsplit(" H", 1)[0])
+    single = multiselect(c2, KO_HEADS, "Switch off single heads", heads, format_func=_label)
     return frozenset(single) | frozenset(n for n in heads if n.rsplit(".", 1)[0] in whole)
 
 
-def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
+def render(ctx: Context) -> None:
+    ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
     st.caption("Multi-head attention concatenates h heads: MultiHead(Q, K, V) = Concat(head₁, …, head_h) Wᴼ. "
                "Zero some heads' outputs before Wᴼ and see what the translation loses.")
     off = selection_ui(ckpt)
     if not off:
         st.info("Choose heads or layers to switch off.")
         return
-    knocked = state.get_explanation(str(settings.checkpoint), ex.text, settings.opts, knockout=off)
+    knocked = ctx.knocked_out(off)
     c1, c2 = st.columns(2)
     c1.markdown(f"**All heads:** {ex.output or '(empty)'}")
     c2.markdown(f"**Without {len(off)} head(s):** {knocked.output or '(empty)'}")

@@ -5,117 +5,82 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures, state
-from app.settings import Settings
-from app.ui import chart, csv_button
-from model.checkpoint import Checkpoint
-from model.pipeline import Explanation, InputError
+from app import figures
+from app.context import Context
+from app.settings import MASK_KIND, layer_head, radio
+from app.ui import chart, csv_button, tokens_for
+from model.kinds import ATTENTION_KINDS
+from model.pipeline import InputError
 
 SHORT = {"en": "A dog.", "de": "Ein Hund.", "fr": "Un chien."}
-KIND_SIDES = {"encoder_self": ("source", "source"), "decoder_self": ("target", "target"), "cross": ("target", "source")}
+INTRO = (
+    "A mask says which keys each query may look at (1) and which are blocked (0). Blocked scores are set to −∞ "
+    "before the softmax, so their weights come out exactly 0."
+)
+PADDING_CAPTION = (
+    "The shorter sentence is padded with <pad> to the batch length; its padded columns are blocked, so no real "
+    "token attends to padding. (Padded rows are computed but never used.)"
+)
 
 
-def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
-    fs = settings.font_size
-    st.caption(
-        "A mask says which keys each query may look at (1) and which are blocked (0). Blocked scores are "
-        "set to −∞ before the softmax, so their weights come out exactly 0."
-    )
+def render(ctx: Context) -> None:
+    st.caption(INTRO)
+    _padding(ctx)
+    _causal_and_cross(ctx)
+    _before_and_after(ctx)
+
+
+def _padding(ctx: Context) -> None:
     st.subheader("Padding mask: a batch of two sentences")
-    other = SHORT.get(ckpt.src_lang, "A dog.")
+    fs = ctx.settings.font_size
     try:
-        batch = state.get_encoder_batch(str(settings.checkpoint), (ex.text, other))
+        batch = ctx.encoder_batch((ctx.explanation.text, SHORT.get(ctx.checkpoint.src_lang, "A dog.")))
     except InputError as exc:
         st.info(str(exc))
         return
-    cols = st.columns(2)
     layer0 = batch.attention("encoder_self")[0]  # (B, H, S, S)
-    for b, col in enumerate(cols):
+    for b, col in enumerate(st.columns(2)):
         toks = batch.source_tokens[b]
-        chart(
-            col,
-            figures.mask_heatmap(
-                batch.mask("encoder_self")[b].int().numpy(),
-                toks,
-                toks,
-                title=f"sentence {b + 1}: encoder padding mask",
-                font_size=fs,
-            ),
-            key=f"pad_mask_{b}",
-            settings=settings,
-        )
-        chart(
-            col,
-            figures.attention_heatmap(
-                layer0[b, 0].numpy(),
-                toks,
-                toks,
-                title=f"sentence {b + 1}: layer 0, head 0 weights",
-                colorscale=settings.colorscale,
-                font_size=fs,
-            ),
-            key=f"pad_attn_{b}",
-            settings=settings,
-        )
-    st.caption(
-        "The shorter sentence is padded with <pad> to the batch length; its padded columns are blocked, so "
-        "no real token attends to padding. (Padded rows are computed but never used.)"
-    )
+        chart(col, figures.mask_heatmap(batch.mask("encoder_self")[b].int().numpy(), toks, toks,
+                                        title=f"sentence {b + 1}: encoder padding mask", font_size=fs),
+              key=f"pad_mask_{b}", settings=ctx.settings)
+        chart(col, figures.attention_heatmap(layer0[b, 0].numpy(), toks, toks,
+                                             title=f"sentence {b + 1}: layer 0, head 0 weights",
+                                             colorscale=ctx.settings.colorscale, font_size=fs),
+              key=f"pad_attn_{b}", settings=ctx.settings)
+    st.caption(PADDING_CAPTION)
 
+
+def _causal_and_cross(ctx: Context) -> None:
     st.subheader("Causal and cross-attention masks of this translation")
-    src, tgt = ex.trace.source_tokens[0], ex.trace.target_tokens[0]
+    trace, fs = ctx.explanation.trace, ctx.settings.font_size
+    src, tgt = trace.source_tokens[0], trace.target_tokens[0]
     c1, c2 = st.columns(2)
-    chart(
-        c1,
-        figures.mask_heatmap(
-            ex.trace.mask("decoder_self")[0].int().numpy(),
-            tgt,
-            tgt,
-            title="decoder self-attention: causal mask",
-            font_size=fs,
-        ),
-        key="causal_mask",
-        settings=settings,
-    )
-    chart(
-        c2,
-        figures.mask_heatmap(
-            ex.trace.mask("cross")[0].int().numpy(), tgt, src, title="cross-attention: every source token", font_size=fs
-        ),
-        key="cross_mask",
-        settings=settings,
-    )
+    chart(c1, figures.mask_heatmap(trace.mask("decoder_self")[0].int().numpy(), tgt, tgt,
+                                   title="decoder self-attention: causal mask", font_size=fs),
+          key="causal_mask", settings=ctx.settings)
+    chart(c2, figures.mask_heatmap(trace.mask("cross")[0].int().numpy(), tgt, src,
+                                   title="cross-attention: every source token", font_size=fs),
+          key="cross_mask", settings=ctx.settings)
 
+
+def _before_and_after(ctx: Context) -> None:
     st.subheader("Before and after the softmax")
-    kind = st.radio("Attention", list(KIND_SIDES), index=1, horizontal=True, key="mask_kind")
-    n_layers = ex.trace.num_layers("encoder" if kind == "encoder_self" else "decoder")
-    n_heads = ckpt.config.n_heads
+    trace, fs = ctx.explanation.trace, ctx.settings.font_size
+    name = radio(st, MASK_KIND, "Attention", list(ATTENTION_KINDS), horizontal=True,
+                 format_func=lambda k: ATTENTION_KINDS[k].label)
+    kind = ATTENTION_KINDS[name]
     a, b = st.columns(2)
-    layer = a.selectbox("Layer", range(n_layers), key="mask_layer")
-    head = b.selectbox("Head", range(n_heads), key="mask_head")
-    rows, keys = (src if s == "source" else tgt for s in KIND_SIDES[kind])
-    scores = ex.trace.attention(kind, "scores")[layer, 0, head].numpy()
-    weights = ex.trace.attention(kind)[layer, 0, head].numpy()
+    layer, head = layer_head((a, b), trace.num_layers(kind.stack), ctx.checkpoint.config.n_heads)
+    rows, keys = tokens_for(trace, kind.query_side), tokens_for(trace, kind.key_side)
+    scores = trace.attention(name, "scores")[layer, 0, head].numpy()
+    weights = trace.attention(name)[layer, 0, head].numpy()
     c1, c2 = st.columns(2)
-    chart(
-        c1,
-        figures.scores_heatmap(scores, rows, keys, "scores q·k/√d_k, blocked = −∞", font_size=fs),
-        key="scores",
-        settings=settings,
-    )
-    chart(
-        c2,
-        figures.attention_heatmap(
-            weights,
-            rows,
-            keys,
-            title="weights after softmax (blocked = 0)",
-            colorscale=settings.colorscale,
-            font_size=fs,
-        ),
-        key="weights",
-        settings=settings,
-    )
+    chart(c1, figures.scores_heatmap(scores, rows, keys, "scores q·k/√d_k, blocked = −∞", font_size=fs),
+          key="scores", settings=ctx.settings)
+    chart(c2, figures.attention_heatmap(weights, rows, keys, title="weights after softmax (blocked = 0)",
+                                        colorscale=ctx.settings.colorscale, font_size=fs),
+          key="weights", settings=ctx.settings)
     a, b = st.columns(2)
-    csv_button(a, scores, rows, keys, f"scores-{kind}-layer{layer}-head{head}")
-    csv_button(b, weights, rows, keys, f"weights-{kind}-layer{layer}-head{head}")
+    csv_button(a, scores, rows, keys, f"scores-{name}-layer{layer}-head{head}")
+    csv_button(b, weights, rows, keys, f"weights-{name}-layer{layer}-head{head}")

@@ -6,10 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app import figures
-from app.settings import Settings
+from app.context import Context
 from app.ui import chart, csv_button
-from model.checkpoint import Checkpoint
-from model.pipeline import Explanation
 
 FORMULA = (
     r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
@@ -17,7 +15,8 @@ FORMULA = (
 )
 
 
-def render(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
+def render(ctx: Context) -> None:
+    ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
     st.caption(
         "Attention itself ignores word order: every token is compared with every other. The model "
         "knows positions only because a fixed pattern of sines and cosines is added to each token's "

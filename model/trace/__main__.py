@@ -51,5 +51,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # `python -m model.trace`
     sys.exit(main())

@@ -22,7 +22,9 @@ d = d_model / H):
     masks.decoder_self      (B, T, T)
     masks.cross             (B, T, S)
 
-Rows are queries, columns are keys, everywhere.
+Rows are queries, columns are keys, everywhere. Which stack, module and mask each
+kind of attention uses is described once, in `model/kinds.py`. The command-line tool
+`python -m model.trace` lives in `model/trace/__main__.py`.
 """
 from __future__ import annotations
 
@@ -32,12 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-ATTENTION_KINDS = {
-    # kind: (stack prefix, module name, mask name)
-    "encoder_self": ("encoder", "self_attn", "masks.encoder_self"),
-    "decoder_self": ("decoder", "self_attn", "masks.decoder_self"),
-    "cross": ("decoder", "cross_attn", "masks.cross"),
-}
+from model.kinds import kind as attention_kind
 
 
 @dataclass
@@ -71,16 +68,16 @@ class Trace:
         kind: "encoder_self", "decoder_self" or "cross"; what: "" (weights),
         "scores", "q", "k" or "v".
         """
-        stack, module, _ = ATTENTION_KINDS[kind]
+        k = attention_kind(kind)
         suffix = f".{what}" if what else ""
-        n = self.num_layers(stack)
+        n = self.num_layers(k.stack)
         if n == 0:
-            raise KeyError(f"the trace holds no {stack} attention")
-        return torch.stack([self.tensors[f"{stack}.{i}.{module}{suffix}"] for i in range(n)])
+            raise KeyError(f"the trace holds no {k.stack} attention")
+        return torch.stack([self.tensors[f"{k.layer_name(i)}{suffix}"] for i in range(n)])
 
     def mask(self, kind: str) -> Tensor:
         """(B, Tq, Tk) bool, True = may attend."""
-        return self.tensors[ATTENTION_KINDS[kind][2]]
+        return self.tensors[attention_kind(kind).mask]
 
     # ---- lengths and export -------------------------------------------------------
     def source_length(self, index: int = 0) -> int:
@@ -148,10 +145,3 @@ def _rows(t: Tensor) -> list:
         return torch.round(t, decimals=6).tolist()
     return t.tolist()
 
-
-if __name__ == "__main__":  # `python -m model.trace`: the trace CLI (model/tracecli.py)
-    import sys
-
-    from model.tracecli import main
-
-    sys.exit(main())

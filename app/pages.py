@@ -1,0 +1,75 @@
+"""The app's pages: one registry line each.
+
+To add a page: write a module in app/views/ with `render(ctx: Context) -> None`, and
+add a `Page(...)` line below. Its slug is its URL path (`/slug`; the first page is
+also at `/`) and its name in old-style links (`?view=slug`). Pages that take a
+sentence get the sentence box and the translation drawn above them, and a context
+whose `explanation` is ready; the others get a context without a sentence.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app import resources, sentence
+from app.context import Context
+from app.settings import Settings
+from app.views import card, explore, head, knockout, masks, positional, stepper
+from model.checkpoint import CheckpointError
+
+
+@dataclass(frozen=True)
+class Page:
+    slug: str
+    title: str
+    icon: str
+    render: Callable[[Context], None]
+    takes_sentence: bool = True
+
+
+PAGES: tuple[Page, ...] = (
+    Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
+    Page("step", "Step through decoding", ":material/skip_next:", stepper.render),
+    Page("positional", "Positional encoding", ":material/waves:", positional.render),
+    Page("masks", "Masks", ":material/visibility_off:", masks.render),
+    Page("head", "Inside one head", ":material/center_focus_strong:", head.render),
+    Page("knockout", "Head knockout", ":material/block:", knockout.render),
+    Page("card", "Model card & training", ":material/description:", card.render, takes_sentence=False),
+)
+BY_SLUG = {p.slug: p for p in PAGES}
+
+
+def show(page: Page, settings: Settings) -> None:
+    """Draw one page: the title, the sentence and its translation (if the page takes
+    one), then the page itself with its context."""
+    try:
+        ckpt = resources.get_checkpoint(str(settings.checkpoint))
+    except CheckpointError as exc:
+        st.error(f"This checkpoint cannot be loaded: {exc}")
+        return
+    st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
+    ctx = Context(ckpt, settings)
+    if page.takes_sentence:
+        text = sentence.input_ui(ckpt.src_lang)
+        ex = sentence.translation(ckpt, text, settings)
+        if ex is None:
+            return
+        ctx = Context(ckpt, settings, text, ex)
+    with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
+        page.render(ctx)
+
+
+def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:
+    """st.navigation over PAGES (the menu at the top of the sidebar), and the st.Page of each slug."""
+    st_pages = {p.slug: st.Page(_runner(p, settings), title=p.title, icon=p.icon, url_path=p.slug,
+                                default=p is PAGES[0]) for p in PAGES}
+    return st.navigation(list(st_pages.values())), st_pages
+
+
+def _runner(page: Page, settings: Settings) -> Callable[[], None]:
+    def run() -> None:
+        show(page, settings)
+    run.__name__ = f"page_{page.slug}"
+    return run

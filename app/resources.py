@@ -1,0 +1,59 @@
+"""Cached resources: the model loads once per process; explanations are cached per
+(checkpoint, text, settings). Both are shared by every session and must stay read-only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
+from model.decoding import DecodeOptions
+from model.pipeline import Explanation, encoder_trace, explain
+from model.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CHECKPOINT = "multi30k-en-de"
+MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
+
+
+def checkpoints_dir() -> Path:
+    return Path(os.environ.get("TRANSFORMER_CHECKPOINTS", ROOT / "checkpoints"))
+
+
+def available_checkpoints() -> list[Path]:
+    return find_checkpoints(checkpoints_dir())
+
+
+@st.cache_resource(show_spinner=False)
+def _configure_threads() -> bool:
+    # torch.set_num_interop_threads raises on a second call: once per process.
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    return True
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def get_checkpoint(path: str) -> Checkpoint:
+    _configure_threads()
+    ckpt = load_checkpoint(path)
+    with torch.inference_mode():  # warm-up: the first user does not wait
+        explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
+    return ckpt
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def get_explanation(
+    path: str, text: str, opts: DecodeOptions, reference: str | None = None, qkv: bool = False,
+    knockout: frozenset[str] = frozenset(),
+) -> Explanation:
+    """qkv: also record each head's Q, K, V (for the inside-one-head view); knockout:
+    heads switched off (for the knockout view)."""
+    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=qkv,
+                   knockout=knockout)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
+    return encoder_trace(get_checkpoint(path), list(texts))

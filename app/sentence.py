@@ -1,0 +1,94 @@
+"""The sentence a student translates: the preset picker, the text box, the translation.
+
+Drawn above every page that takes a sentence (app/pages.py). The sentence's owner is
+the setting `text` (app/state.py), so it survives pages that do not draw the box.
+"""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from app import resources, state
+from app.settings import TEXT, Settings
+from model.checkpoint import Checkpoint
+from model.pipeline import Explanation, InputError, explanation_json
+
+# Presets that show known effects (labels say which).
+PRESETS = {
+    "en": {
+        "A man in an orange hat starring at something.": "a Multi30K test sentence",
+        "The man has eaten the red apple.": "verb-final reordering: 'hat ... gegessen'",
+        "A firefighter climbs the ladder of the fire truck.": "compounds: 'Feuerwehrmann', 'Feuerwehrauto'",
+        "The woman is holding her baby, and she is smiling.": "pronouns: 'her', 'she'",
+        "Two young children in colorful shirts are playing with a big ball on the green grass "
+        "next to a small lake while their parents watch.": "a long sentence",
+    },
+    "de": {
+        "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": "ein Multi30K-Testsatz",
+        "Der Mann hat den roten Apfel gegessen.": "Verb am Satzende",
+        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.": "Komposita",
+        "Die Frau hält ihr Baby und sie lächelt.": "Pronomen",
+    },
+}
+CUSTOM = "(type your own)"
+TEXT_LANG = "text_lang"   # owner key: the language the sentence is in
+
+
+def _use_preset() -> None:
+    chosen = st.session_state["preset"]
+    if chosen != CUSTOM:
+        state.set_widget(TEXT.name, chosen)
+
+
+def _follow_language(src_lang: str, first_preset: str) -> None:
+    """A model reading another language gets that language's first preset."""
+    if state.get(TEXT_LANG, src_lang) != src_lang:
+        state.set_widget(TEXT.name, first_preset)
+        st.session_state["preset"] = CUSTOM
+    state.put(TEXT_LANG, src_lang)
+
+
+def input_ui(src_lang: str) -> str:
+    presets = PRESETS.get(src_lang, {})
+    first = next(iter(presets), "")
+    _follow_language(src_lang, first)
+    if "preset" not in st.session_state:
+        st.session_state["preset"] = CUSTOM
+    st.selectbox("Try a preset sentence", [CUSTOM, *presets], key="preset", on_change=_use_preset,
+                 format_func=lambda s: s if s == CUSTOM else f"{s}  ({presets[s]})")
+    state.restore(TEXT.name, first)
+    text = st.text_input(f"Sentence to translate ({src_lang}, at most {resources.MAX_APP_TOKENS} subword tokens)",
+                         key=TEXT.name, max_chars=1000)
+    return state.remember(TEXT.name, text)
+
+
+def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation | None:
+    """Translate and show the result; None (with a message) for text the model cannot take."""
+    if text.strip() and len(ckpt.src_tokenizer.encode(text)) > resources.MAX_APP_TOKENS:
+        st.warning(f"That sentence is longer than {resources.MAX_APP_TOKENS} subword tokens; please shorten it.")
+        return None
+    try:
+        with st.spinner("Translating…"):
+            ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts)
+    except InputError as exc:
+        st.info(f"Nothing to show yet: {exc}.")
+        return None
+    st.container(key="translation").markdown(f"### {ex.output or '(empty output)'}")
+    unknown = ex.source_ids.count(ckpt.config.unk_id)
+    if unknown:
+        st.caption(f"{unknown} piece(s) of the input are outside the vocabulary and shown as <unk>.")
+    export_ui(ckpt, ex, settings)
+    return ex
+
+
+def export_ui(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
+    st.sidebar.download_button(
+        "Download this trace (JSON)",
+        data=lambda: json.dumps(explanation_json(ex, ckpt, settings.opts), ensure_ascii=False),
+        file_name="trace.json",
+        mime="application/json",
+        key="dl_trace",
+        on_click="ignore",
+        help="the documented trace format: docs/trace-format.md",
+    )
