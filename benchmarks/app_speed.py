@@ -66,9 +66,9 @@ def browser_timings(url: str, runs: int) -> list[float]:
 
 def step_server_times(runs: int) -> list[float]:
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120).run()
-    at.text_input(key="text").set_value(SENTENCES[0]).run()
-    at.radio(key="view").set_value("step").run()
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.query_params.update({"view": "step", "text": SENTENCES[0]})     # a link to the step page
+    at.run()
     times = []
     for _ in range(runs):
         if at.button(key="next").disabled:

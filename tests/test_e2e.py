@@ -168,3 +168,64 @@ def test_markup_is_not_executed(server, browser):
     page.wait_for_timeout(500)
     assert dialogs == []
     no_errors(page)
+
+
+def choose(page, key: str, option: str) -> None:
+    """Pick an option of the selectbox whose widget key is `key`."""
+    page.locator(f".st-key-{key} [role='combobox']").first.click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+    settle(page)
+
+
+def shown_value(page, key: str) -> str:
+    """The value a selectbox shows (its text without the label)."""
+    return page.locator(f".st-key-{key} [role='combobox']").first.input_value().strip()
+
+
+def test_every_page_to_every_page_in_the_browser(server, browser):
+    """Issue 12's regression: a typed sentence, layer 1 / head 2 and step 2 survive each
+    of the 42 moves between the 7 pages, clicked in the page menu."""
+    from app.pages import PAGES
+    from tests.test_pages import LAYER_PAGES, tour
+
+    page = open_app(browser, server[0])
+    titles = {p.slug: p.title for p in PAGES}
+    box = page.get_by_label("Sentence to translate", exact=False)
+    box.fill(SENTENCE)
+    box.press("Enter")
+    settle(page)
+    choose(page, "layer", "1")
+    choose(page, "head", "2")
+    page.locator("[data-testid='stSidebarNavLink']", has_text=titles["step"]).click()
+    settle(page)
+    for _ in range(2):
+        page.locator(".st-key-next button").first.click()
+        settle(page)
+    translation = page.locator(".st-key-translation h3").first.inner_text().strip()
+    route = tour(list(titles), "step")
+    for a, b in zip(route, route[1:]):
+        page.locator("[data-testid='stSidebarNavLink']", has_text=titles[b]).click()
+        settle(page)
+        where = f"after {a} -> {b}"
+        assert page.locator(f".st-key-page-{b}").count() == 1, where
+        no_errors(page)
+        if b != "card":
+            assert page.get_by_label("Sentence to translate", exact=False).input_value() == SENTENCE, where
+            assert page.locator(".st-key-translation h3").first.inner_text().strip() == translation, where
+        if b in LAYER_PAGES:
+            assert (shown_value(page, "layer"), shown_value(page, "head")) == ("1", "2"), where
+        if b == "step":
+            assert "Step 2 of" in page.inner_text("body"), where
+        assert "layer=1" in page.url and "head=2" in page.url and "step=2" in page.url, (where, page.url)
+    page.screenshot(path=str(ARTIFACTS / "after-42-moves.png"), full_page=True)
+
+
+def test_an_old_view_link_opens_its_page_at_its_path(server, browser):
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(f"{server[0]}/?view=masks&text=A+dog+runs+on+the+beach.&layer=1&mask_kind=cross")
+    page.wait_for_selector(".st-key-page-masks", timeout=90_000)
+    settle(page)
+    no_errors(page)
+    assert "/masks?" in page.url and "view=" not in page.url and "layer=1" in page.url
+    assert page.get_by_label("Sentence to translate", exact=False).input_value() == "A dog runs on the beach."
+    assert shown_value(page, "layer") == "1"

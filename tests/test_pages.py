@@ -1,0 +1,171 @@
+"""The paths a student takes between pages: every ordered pair of pages keeps the sentence,
+its translation, the layer / head and the decoding step; links made before pages had
+their own URL paths still open the same state. Plus the pieces that make this hold: the
+step cursor, the setting specs and links, and the page registry."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.cursor import StepCursor
+from app.links import current, linked_step, parse
+from app.pages import PAGES
+from app.settings import LINKED
+from tests.conftest import ROOT
+from tests.test_app import APP, goto, page_of
+
+SLUGS = [p.slug for p in PAGES]
+SENTENCE = "the cat sits on a red ball"
+LAYER_PAGES = {"explore", "head", "masks"}      # pages with the layer / head picker
+
+
+def tour(nodes: list[str], start: str) -> list[str]:
+    """A walk that takes every ordered pair (a, b), a != b, exactly once (an Eulerian
+    circuit of the complete directed graph, by Hierholzer's algorithm)."""
+    left = {a: [b for b in nodes if b != a] for a in nodes}
+    stack, walk = [start], []
+    while stack:
+        if left[stack[-1]]:
+            stack.append(left[stack[-1]].pop(0))
+        else:
+            walk.append(stack.pop())
+    return walk[::-1]
+
+
+def test_tour_takes_every_ordered_pair_once():
+    route = tour(SLUGS, "step")
+    pairs = list(zip(route, route[1:]))
+    assert len(pairs) == len(SLUGS) * (len(SLUGS) - 1) == len(set(pairs))
+
+
+def translation_of(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("### "))
+
+
+def link_of(at: AppTest) -> dict[str, str]:
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in ((k, at.query_params[k]) for k in at.query_params)}
+
+
+@pytest.fixture
+def at(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    return AppTest.from_file(APP, default_timeout=60).run()
+
+
+def prepare(at: AppTest) -> str:
+    """A typed sentence, layer 1 / head 2, and step 2 of the step page; returns the translation."""
+    at.text_input(key="text").set_value(SENTENCE).run()
+    at.selectbox(key="layer").set_value(1).run()
+    at.selectbox(key="head").set_value(2).run()
+    goto(at, "step")
+    at.button(key="next").click().run()
+    at.button(key="next").click().run()
+    assert not at.exception and any("**Step 2**" in m.value for m in at.markdown)
+    return translation_of(at)
+
+
+def check_page(at: AppTest, slug: str, translation: str) -> None:
+    assert not at.exception, at.exception
+    assert page_of(at) == slug
+    if slug != "card":
+        assert at.text_input(key="text").value == SENTENCE
+        assert translation_of(at) == translation
+    if slug in LAYER_PAGES:
+        assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (1, 2)
+    if slug == "step":
+        assert any("**Step 2**" in m.value for m in at.markdown) and at.slider(key="step").value == 2
+    assert link_of(at) | {"text": SENTENCE, "layer": "1", "head": "2", "step": "2"} == link_of(at)
+
+
+def test_every_page_to_every_page_keeps_the_students_work(at):
+    translation = prepare(at)
+    route = tour(SLUGS, "step")
+    for a, b in zip(route, route[1:]):
+        goto(at, b)
+        try:
+            check_page(at, b, translation)
+        except AssertionError as exc:
+            raise AssertionError(f"after {a} -> {b}: {exc}") from exc
+
+
+def test_a_sentence_typed_after_a_card_link_survives_the_card(at):
+    """Bug: a link to the card with text=X, then a new sentence Y, then the card: X came back."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"view": "card", "text": "the dog runs"})
+    at.run()
+    assert page_of(at) == "card"
+    goto(at, "explore")
+    assert at.text_input(key="text").value == "the dog runs"
+    at.text_input(key="text").set_value("a woman plays with a blue ball").run()
+    goto(at, "card")
+    goto(at, "explore")
+    assert at.text_input(key="text").value == "a woman plays with a blue ball"
+    assert link_of(at)["text"] == "a woman plays with a blue ball"
+
+
+OLD_LINKS = json.loads((ROOT / "tests" / "data" / "links_before_pages.json").read_text())
+WIDGETS = {"checkpoint": "selectbox", "method": "radio", "beam_size": "slider", "alpha": "slider",
+           "temperature": "slider", "top_k": "slider", "seed": "number_input", "projector": "toggle",
+           "kind": "radio", "layer": "selectbox", "head": "selectbox", "query": "selectbox"}
+
+
+@pytest.mark.parametrize("case", OLD_LINKS, ids=[c["name"] for c in OLD_LINKS])
+def test_links_made_before_pages_open_the_same_state(app_checkpoints, monkeypatch, case):
+    """tests/data/links_before_pages.json: links made with the app before this structure
+    (one `view=` parameter, no URL paths), by driving its widgets in AppTest, with what
+    each showed. Opened at the app's root, each must show the same page and state."""
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(case["link"])
+    at.run()
+    seen = dict(case["observed"])
+    assert not at.exception and page_of(at) == seen.pop("page")
+    if "text" in seen:
+        text = seen.pop("text")
+        if page_of(at) != "card":
+            assert at.text_input(key="text").value == text
+        assert link_of(at)["text"] == text
+    if "step" in seen:
+        step = seen.pop("step")
+        assert any(f"**Step {step}**" in m.value for m in at.markdown)
+    for key, value in seen.items():
+        assert getattr(at, WIDGETS[key])(key=key).value == value, key
+
+
+# ---- the pieces ----------------------------------------------------------------------------------
+def test_the_cursor_follows_its_decoding():
+    c = StepCursor(pending=5)
+    assert c.follow("a", 10) == 5 and c.pending is None          # a link's step, once
+    c.move(3, 10)
+    assert c.step == 8 and c.follow("a", 10) == 8                 # same decoding: stays
+    c.move(5, 10)
+    assert c.step == 9                                            # clamped at the last step
+    assert c.follow("b", 4) == 0                                  # another decoding: from the start
+    c.toggle_play()
+    assert c.tick(4) and c.tick(4) and c.tick(4) and c.step == 3 and not c.tick(4) and not c.playing
+    c.go(7, 4)
+    assert c.step == 3 and c.follow("b", 2) == 1                  # fewer steps: clamped
+
+
+def test_every_linked_setting_round_trips_and_ignores_junk():
+    for param, spec in LINKED.items():
+        assert spec.default is None or spec.valid(spec.default), param
+        for value in [v for v in (spec.default, *(spec.bounds or ()), *(spec.choices or ())) if v is not None]:
+            assert spec.from_link(spec.to_link(value)) == value, (param, value)
+    got = parse({"beam": "99", "alpha": "x", "method": "nope", "layer": "-1", "kind": "decoder_self",
+                 "checkpoint": "elsewhere", "text": "t" * 1001, "unknown": "1"}, ["multi30k-en-de"])
+    assert got == {"kind": "decoder_self"}
+    assert linked_step({"step": "3"}) == 3 and linked_step({"step": "x"}) is None and linked_step({}) is None
+
+
+def test_links_hold_the_sentence_and_what_differs_from_the_defaults():
+    values = {spec.name: spec.default for spec in LINKED.values()} | {"text": "a dog", "beam_size": 8}
+    assert current(values, 0) == {"text": "a dog", "beam": "8"}
+    assert current(values, 4)["step"] == "4"
+
+
+def test_page_slugs_are_unique_and_every_page_renders_through_the_registry():
+    assert len(SLUGS) == len(set(SLUGS)) and SLUGS[0] == "explore"
+    assert all(callable(p.render) for p in PAGES)
