@@ -8,7 +8,7 @@ the link back. Decoding choices and defaults come from `DecodeOptions`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,10 @@ SNAP_LAYER = Setting("snap_layer", None, -1, int)   # -1: the last layer
 SNAP_HEAD = Setting("snap_head", None, 0, int)
 KO_LAYERS = Setting("ko_layers", None, ())          # knockout: whole layers switched off
 KO_HEADS = Setting("ko_heads", None, ())            # knockout: single heads switched off
+PE_DIMS = Setting("pe_dims", None, None)            # positional page: dimensions plotted (None: the page's choice)
+PE_POSITIONS = Setting("pe_positions", None, 100, int)
+NO_SCALE = Setting("no_scale", None, False)         # inside one head: drop 1/sqrt(d_k)
+ALL_PRUNED = Setting("all_pruned", None, False)     # step page: pruned candidates of every step
 
 # Every setting that a link carries, by link parameter. The step of the step-through
 # page is in links too, but its owner is the cursor (app/links.py).
@@ -109,9 +113,10 @@ def radio(where: Any, s: Setting, label: str, options: Sequence | None = None, *
     return state.remember(s.name, where.radio(label, options, key=s.name, **kw))
 
 
-def slider(where: Any, s: Setting, label: str, **kw: Any) -> Any:
-    state.restore(s.name, s.default, _clamped(s))
-    lo, hi = s.bounds
+def slider(where: Any, s: Setting, label: str, bounds: tuple | None = None, default: Any = None, **kw: Any) -> Any:
+    """A slider over the spec's bounds (or `bounds`, for ranges that depend on the model)."""
+    lo, hi = bounds or s.bounds
+    state.restore(s.name, s.default if default is None else default, _clamped(replace(s, bounds=(lo, hi))))
     if s.step is not None:
         kw["step"] = s.step
     return state.remember(s.name, where.slider(label, lo, hi, key=s.name, **kw))
@@ -122,9 +127,11 @@ def number_input(where: Any, s: Setting, label: str, **kw: Any) -> Any:
     return state.remember(s.name, where.number_input(label, s.bounds[0], s.bounds[1], key=s.name, **kw))
 
 
-def multiselect(where: Any, s: Setting, label: str, options: Sequence, **kw: Any) -> list:
+def multiselect(where: Any, s: Setting, label: str, options: Sequence, default: Sequence | None = None,
+                **kw: Any) -> list:
     options = list(options)
-    state.restore(s.name, list(s.default), lambda v: [x for x in v if x in options])
+    start = list(default if default is not None else s.default or ())
+    state.restore(s.name, start, lambda v: [x for x in v if x in options])
     return state.remember(s.name, where.multiselect(label, options, key=s.name, **kw))
 
 

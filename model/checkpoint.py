@@ -3,6 +3,7 @@
     config.json          {"format", "model": ModelConfig, "tokenizer": {...}, "src_lang", "tgt_lang", ...}
     model.safetensors    weights (tied embeddings stored once); never a pickle
     spm.model            sentencepiece model (joint vocabulary), or spm.src.model + spm.tgt.model
+    vocab.json           (optional) piece -> id, shared by both sentencepiece models (imported Marian models)
     training_log.jsonl   one JSON line per epoch (written by train.py)
     README.md            model card
     attention_snapshots.json  (optional) attention of a few fixed sentences per epoch
@@ -32,6 +33,7 @@ from model.transformer import Transformer
 FORMAT = "transformer-checkpoint/1"
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
+VOCAB = "vocab.json"
 
 
 class CheckpointError(Exception):
@@ -77,6 +79,11 @@ def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: To
     tmp.chmod(0o755)                                   # mkdtemp makes it private
     joint = src_tokenizer.proto == tgt_tokenizer.proto
     tok_files = {"src": "spm.model", "tgt": "spm.model"} if joint else {"src": "spm.src.model", "tgt": "spm.tgt.model"}
+    if src_tokenizer.vocab != tgt_tokenizer.vocab:
+        raise ValueError("the source and target tokenizers must share one vocabulary (or both have none)")
+    if src_tokenizer.vocab is not None:
+        tok_files["vocab"] = VOCAB
+        (tmp / VOCAB).write_text(json.dumps(src_tokenizer.vocab, ensure_ascii=False) + "\n")
     config = {"format": FORMAT, **(meta or {}), "model": model.cfg.to_dict(),
               "tokenizer": {"joint": joint, **tok_files}, "weights_dtype": "float16" if half else "float32"}
     (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
@@ -139,8 +146,9 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     config = read_config(directory)
     cfg = ModelConfig.from_dict(config["model"])
     tok = config.get("tokenizer", {})
-    src_tok = _load_tokenizer(directory / tok.get("src", "spm.model"))
-    tgt_tok = src_tok if tok.get("joint", True) else _load_tokenizer(directory / tok.get("tgt", "spm.model"))
+    vocab = _load_vocab(directory / tok["vocab"]) if "vocab" in tok else None
+    src_tok = _load_tokenizer(directory / tok.get("src", "spm.model"), vocab)
+    tgt_tok = src_tok if tok.get("joint", True) else _load_tokenizer(directory / tok.get("tgt", "spm.model"), vocab)
     for side, t, size in (("source", src_tok, cfg.src_vocab_size), ("target", tgt_tok, cfg.tgt_vocab_size)):
         if t.vocab_size != size:
             raise CheckpointError(f"{directory / tok.get('src' if side == 'source' else 'tgt', 'spm.model')}: "
@@ -153,11 +161,21 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
     return Checkpoint(model, src_tok, tgt_tok, directory, meta)
 
 
-def _load_tokenizer(path: Path) -> Tokenizer:
+def _load_vocab(path: Path) -> dict[str, int]:
+    try:
+        vocab = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: not a readable vocabulary ({_one_line(exc)})") from None
+    if not isinstance(vocab, dict) or not all(isinstance(v, int) for v in vocab.values()):
+        raise CheckpointError(f"{path}: expected a JSON object of piece -> id")
+    return vocab
+
+
+def _load_tokenizer(path: Path, vocab: dict[str, int] | None = None) -> Tokenizer:
     if not path.is_file():
         raise CheckpointError(f"{path}: missing tokenizer model")
     try:
-        return Tokenizer.load(path)
+        return Tokenizer.load(path, vocab)
     except (RuntimeError, OSError) as exc:
         raise CheckpointError(f"{path}: not a sentencepiece model ({_one_line(exc)})") from None
 

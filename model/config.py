@@ -2,12 +2,20 @@
 
 The defaults are the paper's base model (Table 3, row "base"): d_model 512, 8 heads,
 6 encoder + 6 decoder layers, d_ff 2048, dropout 0.1, post-norm residual blocks.
+
+A few fields describe how other implementations of the same architecture differ from the
+paper (Marian / OPUS-MT models imported by model/convert.py): the FFN activation, the
+layout of the positional encoding, whether embeddings are scaled by sqrt(d_model), a
+bias on the output logits, and the start symbol of the decoder (Marian starts with <pad>).
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
+
+ACTIVATIONS = ("relu", "gelu", "swish")   # FFN nonlinearity: the paper's ReLU; gelu (erf); swish = SiLU
+PE_LAYOUTS = ("interleaved", "halves")    # sin/cos alternating per dimension (paper) | all sines, then all cosines (Marian)
 
 
 @dataclass(frozen=True)
@@ -29,8 +37,12 @@ class ModelConfig:
     norm_first: bool = False
     pad_id: int = 0
     unk_id: int = 1
-    bos_id: int = 2
+    bos_id: int = 2          # the decoder's start symbol (may equal pad_id: Marian starts with <pad>)
     eos_id: int = 3
+    activation: str = "relu"
+    pe_layout: str = "interleaved"
+    scale_embedding: bool = True     # embeddings * sqrt(d_model) (section 3.4)
+    logits_bias: bool = False        # a bias on the output layer (Marian's final_logits_bias)
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -43,9 +55,12 @@ class ModelConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("tie_embeddings needs src_vocab_size == tgt_vocab_size (a joint vocabulary)")
-        specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
-        if len(specials) != 4:
-            raise ValueError("pad/unk/bos/eos ids must be distinct")
+        if len({self.pad_id, self.unk_id, self.eos_id}) != 3 or self.bos_id in (self.unk_id, self.eos_id):
+            raise ValueError("pad/unk/eos ids must be distinct, and the start symbol (bos_id) neither unk nor eos")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.pe_layout not in PE_LAYOUTS:
+            raise ValueError(f"pe_layout must be one of {PE_LAYOUTS}, got {self.pe_layout!r}")
 
     @property
     def d_head(self) -> int:

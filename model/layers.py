@@ -19,12 +19,14 @@ from model.trace import Trace
 class PositionalEncoding(nn.Module):
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
 
-    Held as a (max_positions, d_model) buffer, so it can be plotted as it is.
+    Held as a (max_positions, d_model) buffer, so it can be plotted as it is. Layout
+    "halves" (Marian) holds the same values with the sines in the first half of the
+    dimensions and the cosines in the second.
     """
 
-    def __init__(self, d_model: int, max_positions: int) -> None:
+    def __init__(self, d_model: int, max_positions: int, layout: str = "interleaved") -> None:
         super().__init__()
-        self.register_buffer("pe", sinusoid_table(max_positions, d_model), persistent=False)
+        self.register_buffer("pe", sinusoid_table(max_positions, d_model, layout), persistent=False)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
         """-> (length, d_model): the encodings of positions offset .. offset+length-1."""
@@ -33,23 +35,30 @@ class PositionalEncoding(nn.Module):
         return self.pe[offset:offset + length]
 
 
-def sinusoid_table(positions: int, d_model: int) -> Tensor:
+def sinusoid_table(positions: int, d_model: int, layout: str = "interleaved") -> Tensor:
     pos = torch.arange(positions, dtype=torch.float64)[:, None]          # (P, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)             # (D/2,)
     angle = pos / torch.pow(10000.0, two_i / d_model)                    # (P, D/2)
     pe = torch.zeros(positions, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe.float()
+    return pe[:, halves_order(d_model)].float() if layout == "halves" else pe.float()
+
+
+def halves_order(d_model: int) -> Tensor:
+    """Dimension order that turns the interleaved layout into the halves layout:
+    halves[:, j] = interleaved[:, order[j]] (even dimensions first, then odd)."""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 
 class Embeddings(nn.Module):
-    """Token embedding multiplied by sqrt(d_model) (section 3.4)."""
+    """Token embedding multiplied by sqrt(d_model) (section 3.4; `scale=False` for
+    models trained without it)."""
 
-    def __init__(self, vocab_size: int, d_model: int) -> None:
+    def __init__(self, vocab_size: int, d_model: int, scale: bool = True) -> None:
         super().__init__()
         self.lut = nn.Embedding(vocab_size, d_model)
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, ids: Tensor) -> Tensor:
         return self.lut(ids) * self.scale  # (B, T, D)
@@ -160,17 +169,21 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(out.transpose(1, 2).reshape(b, tq, -1))        # (B, Tq, D)
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2."""
+ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (the ReLU may be configured as gelu or swish)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
+        self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(F.relu(self.w_1(x))))
+        return self.w_2(self.dropout(self.activation(self.w_1(x))))
 
 
 class EncoderLayer(nn.Module):
@@ -180,7 +193,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.norm_first = cfg.norm_first
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout1, self.dropout2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
 
@@ -208,7 +221,7 @@ class DecoderLayer(nn.Module):
         self.norm_first = cfg.norm_first
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(cfg.dropout) for _ in range(3))
 

@@ -9,7 +9,9 @@ boolean `attn_mask` (and the opposite of `nn.Transformer`'s `key_padding_mask`).
 Builders:
     padding_mask(ids, pad_id)  -> (B, 1, 1, Tk)   keys that are real tokens
     causal_mask(Tq, Tk)        -> (1, 1, Tq, Tk)  key position <= query position
-    decoder_self_mask(ids, pad_id) -> (B, 1, T, T)  causal AND padding
+    decoder_self_mask(ids, pad_id) -> (B, 1, T, T)  causal AND padding (the start
+                                   symbol in position 0 is never padding, even when it
+                                   is <pad>, as in Marian models)
 
 Exported traces store masks expanded to the matrix shape, as 1 (may attend) / 0
 (blocked).
@@ -37,8 +39,11 @@ def causal_mask(queries: int, keys: int | None = None, device: torch.device | st
 
 
 def decoder_self_mask(ids: Tensor, pad_id: int) -> Tensor:
-    """ids (B, T) -> (B, 1, T, T): causal and key padding combined."""
-    return causal_mask(ids.size(1), device=ids.device) & padding_mask(ids, pad_id)
+    """ids (B, T) -> (B, 1, T, T): causal and key padding combined. Position 0 holds
+    the start symbol and always counts as a real token."""
+    keys = padding_mask(ids, pad_id).clone()
+    keys[..., 0] = True
+    return causal_mask(ids.size(1), device=ids.device) & keys
 
 
 def expand(mask: Tensor, batch: int, queries: int, keys: int) -> Tensor:

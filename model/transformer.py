@@ -49,13 +49,13 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.src_embed = Embeddings(cfg.src_vocab_size, cfg.d_model)
-        self.tgt_embed = Embeddings(cfg.tgt_vocab_size, cfg.d_model)
-        self.positional = PositionalEncoding(cfg.d_model, cfg.max_positions)
+        self.src_embed = Embeddings(cfg.src_vocab_size, cfg.d_model, cfg.scale_embedding)
+        self.tgt_embed = Embeddings(cfg.tgt_vocab_size, cfg.d_model, cfg.scale_embedding)
+        self.positional = PositionalEncoding(cfg.d_model, cfg.max_positions, cfg.pe_layout)
         self.dropout = nn.Dropout(cfg.dropout)
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
-        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=cfg.logits_bias)
         self._init_weights()
         if cfg.tie_embeddings:
             self.tgt_embed.lut.weight = self.src_embed.lut.weight

@@ -43,6 +43,15 @@ def config_rows(cfg: ModelConfig) -> dict[str, object]:
     }
 
 
+def provenance(meta: dict) -> str:
+    """Where the weights come from: trained here, or imported."""
+    if "imported_from" in meta:
+        return (f"**Imported** from a {meta.get('origin', 'foreign')} model in `{meta['imported_from']}` "
+                "(`python -m model.convert from-hf`); not trained here, so no training curves.")
+    return (f"**Trained on** {meta.get('hardware', '?')} in {meta.get('training_time_min', '?')} minutes, "
+            f"{meta.get('epochs', '?')} epochs; shipped weights: {meta.get('selected', '?')}.")
+
+
 def render(ctx: Context) -> None:
     ckpt, meta = ctx.checkpoint, ctx.checkpoint.meta
     st.caption(INTRO)
@@ -55,10 +64,7 @@ def render(ctx: Context) -> None:
     c2.dataframe(pd.DataFrame({"component": [c for c, _ in counts] + ["total"],
                                "parameters": [f"{n:,}" for _, n in counts] + [f"{total:,}"]}),
                  hide_index=True, width="stretch")
-    st.markdown(
-        f"**Trained on** {meta.get('hardware', '?')} in {meta.get('training_time_min', '?')} minutes, "
-        f"{meta.get('epochs', '?')} epochs; shipped weights: {meta.get('selected', '?')}."
-    )
+    st.markdown(provenance(meta))
     _training(ctx)
     snapshots_ui(ctx)
 

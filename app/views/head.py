@@ -8,7 +8,7 @@ import streamlit as st
 
 from app import figures
 from app.context import Context
-from app.settings import HEAD_KIND, HEAD_QUERY, layer_head, selectbox
+from app.settings import HEAD_KIND, HEAD_QUERY, NO_SCALE, layer_head, selectbox, toggle
 from app.ui import chart, tokens_for
 from model.kinds import ATTENTION_KINDS
 from model.trace import Trace
@@ -60,7 +60,7 @@ def _scores(ctx: Context, trace: Trace, name: str, where: tuple[int, int, int], 
             k_tokens: list[str]) -> np.ndarray:
     """One query's q·k, scaling, masking and softmax; checked against the model's own weights."""
     layer, head, query = where
-    scale = not st.toggle("Drop the 1/√d_k scaling", key="no_scale", help=NO_SCALE_HELP)
+    scale = not toggle(st, NO_SCALE, "Drop the 1/√d_k scaling", help=NO_SCALE_HELP)
     raw, scaled, weights = one_query(q[query], k, trace.mask(name)[0, query].numpy(), scale)
     fig = figures.score_pipeline(raw, scaled, weights, k_tokens, font_size=ctx.settings.font_size,
                                  scaled_name=f"q·k / √{q.shape[-1]}" if scale else "q·k (unscaled)")

@@ -10,6 +10,7 @@ from app import figures
 from app.analysis import first_divergence, tree_until
 from app.context import Context
 from app.cursor import StepCursor
+from app.settings import ALL_PRUNED, toggle
 from app.ui import chart
 from model.decoding import StepRecord
 
@@ -78,8 +79,8 @@ def _pick_hypothesis(record: StepRecord, ctx: Context, t: int) -> int:
 
 
 def _beam_tree(ctx: Context, steps: list[StepRecord], t: int, chosen: int) -> None:
-    every_step = st.toggle("Show the pruned candidates of every step", key="all_pruned",
-                           help="Off: only the current step's pruned candidates, so a wide beam stays readable.")
+    every_step = toggle(st, ALL_PRUNED, "Show the pruned candidates of every step",
+                        help="Off: only the current step's pruned candidates, so a wide beam stays readable.")
     nodes, edges, index = tree_until(steps, t, ctx.checkpoint.tgt_tokenizer.pieces, pruned_only_last=not every_step)
     fig = figures.beam_tree(nodes, edges, title="beam search tree (● live/kept, ■ finished, × pruned)",
                             selected=index.get((t, chosen)), font_size=ctx.settings.font_size)
