@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 ACTIVATIONS = ("relu", "gelu", "swish")   # FFN nonlinearity: the paper's ReLU; gelu (erf); swish = SiLU
-PE_LAYOUTS = ("interleaved", "halves")    # sin/cos alternating per dimension (paper) | all sines, then all cosines (Marian)
+# sin/cos alternating per dimension (the paper) | all sines, then all cosines (Marian)
+PE_LAYOUTS = ("interleaved", "halves")
 
 
 @dataclass(frozen=True)

@@ -121,8 +121,9 @@ def marian_config(hf: dict[str, Any], vocab: dict[str, int]) -> ModelConfig:
             src_vocab_size=hf["vocab_size"], tgt_vocab_size=hf["vocab_size"], d_model=hf["d_model"],
             n_heads=hf["encoder_attention_heads"], n_encoder_layers=hf["encoder_layers"],
             n_decoder_layers=hf["decoder_layers"], d_ff=hf["encoder_ffn_dim"], dropout=float(hf.get("dropout", 0.1)),
-            max_positions=hf.get("max_position_embeddings", 512), tie_embeddings=True, norm_first=False,
-            pad_id=hf["pad_token_id"], unk_id=vocab["<unk>"], bos_id=hf.get("decoder_start_token_id", hf["pad_token_id"]),
+            max_positions=hf.get("max_position_embeddings", 1024), tie_embeddings=True, norm_first=False,
+            pad_id=hf["pad_token_id"], unk_id=vocab["<unk>"],
+            bos_id=hf.get("decoder_start_token_id", hf["pad_token_id"]),
             eos_id=hf["eos_token_id"], activation=HF_ACTIVATIONS[hf.get("activation_function", "gelu")],
             pe_layout="halves", scale_embedding=bool(hf.get("scale_embedding", False)), logits_bias=True)
     except (KeyError, TypeError, ValueError) as exc:
@@ -236,7 +237,7 @@ def to_marian_weights(model: Transformer) -> dict[str, Tensor]:
 def _reordered(name: str, t: Tensor, order: Tensor) -> Tensor:
     module, kind = name.rsplit(".", 1)
     if ".norm" in name or module.endswith(("w_o", "w_2")):           # writes into the residual stream
-        return t[order] if kind == "bias" or t.dim() == 1 else t[order, :]
+        return t[order]
     if module.endswith(("w_q", "w_k", "w_v", "w_1")) and kind == "weight":   # reads from it
         return t[:, order]
     return t
