@@ -132,30 +132,18 @@ def attention_grid(
         horizontal_spacing=0.012,
         vertical_spacing=0.03,
     )
-    custom = _customdata(rows, cols)
-    for i in range(n_r):
-        for j in range(n_c):
-            fig.add_trace(
-                go.Heatmap(
-                    z=attn[i, j],
-                    customdata=custom,
-                    coloraxis="coloraxis",
-                    hovertemplate=f"{row_names[i]}, {col_names[j]}<br>" + _hover("query", "key"),
-                ),
-                row=i + 1,
-                col=j + 1,
-            )
-            if highlight_row is not None:
-                fig.add_shape(
-                    type="rect",
-                    x0=-0.5,
-                    x1=tk - 0.5,
-                    y0=highlight_row - 0.5,
-                    y1=highlight_row + 0.5,
-                    line=dict(color=STATUS_COLORS["chosen"], width=1.5),
-                    row=i + 1,
-                    col=j + 1,
-                )
+    # One call for all traces (plotly validates each add_trace); float32 z and no per-cell
+    # hover strings: the grid is an overview, hover names positions (the single-head
+    # chart beside it names tokens). Sends ~6x less than a customdata copy per head.
+    hover = "<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>"
+    cells = [(i, j) for i in range(n_r) for j in range(n_c)]
+    fig.add_traces([go.Heatmap(z=attn[i, j].astype(np.float32), coloraxis="coloraxis",
+                               hovertemplate=f"{row_names[i]}, {col_names[j]}" + hover) for i, j in cells],
+                   rows=[i + 1 for i, _ in cells], cols=[j + 1 for _, j in cells])
+    if highlight_row is not None:
+        for i, j in cells:
+            fig.add_shape(type="rect", x0=-0.5, x1=tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
+                          line=dict(color=STATUS_COLORS["chosen"], width=1.5), row=i + 1, col=j + 1)
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
     fig.update_layout(

@@ -4,9 +4,13 @@
    chart is drawn (the translation and all heatmaps visible). Repeated with new
    sentences (no cache hits), median reported.
 2. Server: AppTest time of one "Next" click in the step-through view (script run
-   only; no model call, the decoding is cached).
+   only; no model call, the decoding is cached), and of one widget change (the
+   explore page's layer picker).
 
-  .venv/bin/python -m benchmarks.app_speed [--runs 7]
+  .venv/bin/python -m benchmarks.app_speed [--runs 7] [--checkpoints DIR]
+
+--checkpoints: the directory the app takes its models from (default: checkpoints/);
+the app opens on multi30k-en-de if it is there, else on the first one.
 """
 from __future__ import annotations
 
@@ -80,11 +84,30 @@ def step_server_times(runs: int) -> list[float]:
     return times
 
 
-def main() -> None:
+def widget_server_times(runs: int) -> list[float]:
+    """AppTest time of a layer change on the explore page (the explanation is cached)."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
+    at.query_params.update({"text": SENTENCES[1]})
+    at.run()
+    n_layers = len(at.selectbox(key="layer").options)
+    times = []
+    for i in range(runs):
+        start = time.perf_counter()
+        at.selectbox(key="layer").set_value((i + 1) % n_layers).run()
+        times.append(time.perf_counter() - start)
+        assert not at.exception
+    return times
+
+
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--port", type=int, default=8765)
-    a = p.parse_args()
+    p.add_argument("--checkpoints", help="directory of checkpoints for the app (default checkpoints/)")
+    a = p.parse_args(argv)
+    if a.checkpoints:
+        os.environ["TRANSFORMER_CHECKPOINTS"] = str(Path(a.checkpoints).resolve())
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
                                "--server.headless", "true", "--server.port", str(a.port), "--server.address",
                                "127.0.0.1", "--browser.gatherUsageStats", "false"], cwd=ROOT,
@@ -102,9 +125,10 @@ def main() -> None:
         server.terminate()
     print(f"browser, Enter -> translation and all charts drawn: median {statistics.median(t):.2f} s "
           f"(min {min(t):.2f}, max {max(t):.2f}, n={len(t)})")
-    s = step_server_times(max(a.runs * 2, 10))
-    print(f"server, one 'Next' step (script run): median {statistics.median(s) * 1000:.0f} ms "
-          f"(min {min(s) * 1000:.0f}, max {max(s) * 1000:.0f}, n={len(s)})")
+    for name, fn in (("one 'Next' step", step_server_times), ("one widget change (layer)", widget_server_times)):
+        s = fn(max(a.runs * 2, 10))
+        print(f"server, {name} (script run): median {statistics.median(s) * 1000:.0f} ms "
+              f"(min {min(s) * 1000:.0f}, max {max(s) * 1000:.0f}, n={len(s)})")
 
 
 if __name__ == "__main__":
