@@ -18,11 +18,13 @@ from model.card import EVAL_RESULTS
 from model.checkpoint import Checkpoint
 from model.config import ModelConfig
 
-INTRO = (
-    "The model is the paper's encoder-decoder at a classroom size: N identical layers per stack, each with "
-    "multi-head attention and a position-wise feed-forward network FFN(x) = max(0, xW₁+b₁)W₂+b₂, each sub-layer "
-    "wrapped as LayerNorm(x + Sublayer(x))."
-)
+FFN = {"relu": "max(0, xW₁+b₁)W₂+b₂", "gelu": "GELU(xW₁+b₁)W₂+b₂", "swish": "swish(xW₁+b₁)W₂+b₂"}
+
+
+def intro(cfg: ModelConfig) -> str:
+    return (f"The model is the paper's encoder-decoder: N identical layers per stack, each with multi-head attention "
+            f"and a position-wise feed-forward network FFN(x) = {FFN[cfg.activation]}, each sub-layer wrapped as "
+            + ("LayerNorm(x + Sublayer(x))." if not cfg.norm_first else "x + Sublayer(LayerNorm(x)) (pre-norm)."))
 
 
 def _read_json_lines(path) -> list[dict]:
@@ -40,6 +42,12 @@ def config_rows(cfg: ModelConfig) -> dict[str, object]:
         "dropout": cfg.dropout, "norm": "pre-norm" if cfg.norm_first else "post-norm (paper)",
         "vocabulary": f"{cfg.src_vocab_size} ({'joint' if cfg.tie_embeddings else 'separate'})",
         "max positions": cfg.max_positions,
+        "FFN activation": cfg.activation + (" (paper)" if cfg.activation == "relu" else ""),
+        "positional encoding": "sin/cos interleaved (paper)" if cfg.pe_layout == "interleaved"
+        else "all sines, then all cosines (Marian)",
+        "embeddings × √d_model": "yes (paper)" if cfg.scale_embedding else "no",
+        "output bias": "yes (Marian's final_logits_bias)" if cfg.logits_bias else "no (paper)",
+        "decoder start symbol": "<pad> (Marian)" if cfg.bos_id == cfg.pad_id else "<s>",
     }
 
 
@@ -54,7 +62,7 @@ def provenance(meta: dict) -> str:
 
 def render(ctx: Context) -> None:
     ckpt, meta = ctx.checkpoint, ctx.checkpoint.meta
-    st.caption(INTRO)
+    st.caption(intro(ckpt.config))
     c1, c2 = st.columns(2)
     rows = config_rows(ckpt.config)
     c1.dataframe(pd.DataFrame({"setting": list(rows), "value": list(rows.values())}).astype(str),
