@@ -10,7 +10,7 @@ PORT ?= 8501
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: app test test-fast e2e setup clean-venv
+.PHONY: app serve test test-fast e2e setup clean-venv
 
 setup: $(STAMP)
 
@@ -23,6 +23,12 @@ $(STAMP): pyproject.toml Makefile
 
 app: $(STAMP)
 	$(PY) -m streamlit run app/main.py --server.port $(PORT) --browser.gatherUsageStats false
+
+# A class: one app process per core behind HAProxy (apt-get install -y haproxy).
+# BIND=0.0.0.0:8501 to reach it from the network; see deploy/serve.py --help.
+BIND ?= 127.0.0.1:$(PORT)
+serve: $(STAMP)
+	$(PY) deploy/serve.py --bind $(BIND)
 
 test: $(STAMP)
 	$(PY) -m pytest -q

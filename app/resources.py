@@ -30,7 +30,8 @@ def available_checkpoints() -> list[Path]:
 @st.cache_resource(show_spinner=False)
 def _configure_threads() -> bool:
     # torch.set_num_interop_threads raises on a second call: once per process.
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    # deploy/serve.py sets TRANSFORMER_THREADS so that its processes share the cores.
+    torch.set_num_threads(int(os.environ.get("TRANSFORMER_THREADS", 0)) or max(1, min(2, os.cpu_count() or 1)))
     return True
 
 

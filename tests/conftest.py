@@ -60,3 +60,18 @@ def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
     save_checkpoint(root / "multi30k-en-de", m, tokenizer, tokenizer, meta={"src_lang": "en", "tgt_lang": "de"})
     save_checkpoint(root / "multi30k-de-en", m, tokenizer, tokenizer, meta={"src_lang": "de", "tgt_lang": "en"})
     return root
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, headless, driven by Playwright (never `playwright install`)."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage"])
+        yield b
+        b.close()

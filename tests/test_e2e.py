@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import CHROMIUM, ROOT
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "Two young children are playing with a ball in the park."
 pytestmark = [pytest.mark.e2e,
@@ -58,17 +57,6 @@ def server(app_checkpoints):
     yield url, root
     proc.terminate()
     proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-dev-shm-usage"])
-        yield b
-        b.close()
 
 
 def settle(page, timeout: float = 60_000) -> None:
@@ -172,8 +160,16 @@ def test_markup_is_not_executed(server, browser):
 
 def choose(page, key: str, option: str) -> None:
     """Pick an option of the selectbox whose widget key is `key`."""
-    page.locator(f".st-key-{key} [role='combobox']").first.click()
-    page.get_by_role("option", name=option, exact=True).first.click()
+    opener = page.locator(f".st-key-{key} button[aria-label='Open']").first      # the whole list, unfiltered
+    wanted = page.get_by_role("option", name=option, exact=True).first
+    for _ in range(3):          # a click while charts are still laying the page out can miss the list
+        opener.click()
+        try:
+            wanted.wait_for(timeout=3000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; try again
+            page.keyboard.press("Escape")
+    wanted.click()
     settle(page)
 
 

@@ -1,0 +1,155 @@
+"""`make serve` on loopback: two app processes behind HAProxy (deploy/serve.py). Each browser
+stays on its process (a cookie, not its address), static files come gzipped, a killed
+process's students reconnect to a live one and get their page back from the link, and
+concurrent students never see each other's sentences."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from benchmarks.class_load import Student, http_get
+from deploy.serve import COOKIE, Backend, haproxy_config
+from tests.conftest import CHROMIUM, ROOT
+from tests.test_e2e import choose, free_port, settle, shown_value
+
+HAPROXY = shutil.which("haproxy")
+needs_haproxy = pytest.mark.skipif(HAPROXY is None, reason="haproxy not installed (apt-get install -y haproxy)")
+
+
+def test_the_proxy_configuration_is_valid_and_sticky(tmp_path):
+    conf = haproxy_config("127.0.0.1:9999", [Backend("app1", "127.0.0.1", 9001), Backend("m2", "10.0.0.2", 8501)],
+                          max_sessions=40)
+    assert f"cookie {COOKIE} insert" in conf and "compression algo gzip" in conf and "option redispatch" in conf
+    assert "server app1 127.0.0.1:9001 cookie app1 check" in conf and "server m2 10.0.0.2:8501 cookie m2" in conf
+    assert conf.count(" maxconn 40\n") == 2 and "balance source" not in conf   # never by client address
+    if HAPROXY:
+        (tmp_path / "h.cfg").write_text(conf)
+        done = subprocess.run([HAPROXY, "-c", "-f", str(tmp_path / "h.cfg")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _app_pid(port: int) -> int:
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "streamlit" in " ".join(cmd) and str(port) in cmd:
+            return p.pid
+    raise LookupError(port)
+
+
+@pytest.fixture(scope="module")
+def proxy(app_checkpoints):
+    if HAPROXY is None:
+        pytest.skip("haproxy not installed (apt-get install -y haproxy)")
+    port, first = free_port(), free_port()
+    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints)}
+    launcher = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "serve.py"), "--bind", f"127.0.0.1:{port}",
+                                 "--processes", "2", "--first-port", str(first), "--quiet"], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        launcher.kill()
+        pytest.fail("the proxy did not come up: " + launcher.stdout.read())
+    yield url, (first, first + 1)
+    launcher.send_signal(signal.SIGTERM)
+    launcher.wait(timeout=30)
+
+
+def get(url: str, path: str, cookies: dict[str, str]) -> dict[str, str]:
+    host, port = url.removeprefix("http://").split(":")
+    status, _, headers = asyncio.run(http_get(host, int(port), path, cookies))
+    assert status == 200, (path, status)
+    return headers
+
+
+@needs_haproxy
+def test_each_browser_stays_on_one_process_by_cookie(proxy):
+    url, _ = proxy
+    seen = set()
+    for _ in range(4):                                 # four browsers (cookie jars), one address
+        jar: dict[str, str] = {}
+        first = get(url, "/", jar)["x-served-by"]
+        assert jar.get(COOKIE) == first
+        assert {get(url, p, jar)["x-served-by"] for p in ("/", "/_stcore/health", "/", "/_stcore/host-config")} \
+            == {first}
+        seen.add(first)
+    assert seen == {"app1", "app2"}                    # and the browsers are spread over both
+
+
+@needs_haproxy
+def test_static_files_come_gzipped(proxy):
+    url, _ = proxy
+    jar: dict[str, str] = {}
+    index = urllib.request.urlopen(url + "/").read().decode()
+    script = next(part.split('"')[0] for part in index.split('src="')[1:] if part.split('"')[0].endswith(".js"))
+    headers = get(url, script if script.startswith("/") else "/" + script, jar)
+    assert headers.get("content-encoding") == "gzip", headers
+
+
+@needs_haproxy
+def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
+    """Twelve students at once, each with their own sentence, on both processes: each
+    page run shows that student's own translation."""
+    from model.checkpoint import load_checkpoint
+    from model.decoding import DecodeOptions
+    from model.pipeline import translate
+    from tests.conftest import sentences
+    url, _ = proxy
+    texts = sentences(12, seed=5)
+    expected = translate(load_checkpoint(app_checkpoints / "multi30k-en-de"), texts,
+                         DecodeOptions("beam", beam_size=4, alpha=0.6))
+    assert len(set(expected)) > 1
+
+    async def student(text: str, want: str) -> Student:
+        s = Student(url, {"text": text})
+        await s.open()
+        await s.rerun("first", expect=want)
+        for key in ("layer", "head", "layer"):
+            await s.rerun("change", [s.choose(key, __import__("random").Random(text))], expect=want)
+        await s.close()
+        return s
+
+    async def everyone():
+        return await asyncio.gather(*(student(t, w) for t, w in zip(texts, expected)))
+    students = asyncio.run(everyone())
+    runs = [r for s in students for r in s.runs]
+    assert len(runs) == 48 and all(r.ok for r in runs), [r.error for r in runs if not r.ok][:3]
+    assert {s.cookies.get(COOKIE) for s in students} == {"app1", "app2"}
+
+
+@needs_haproxy
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed")
+def test_a_killed_process_s_students_get_their_page_back(proxy, browser):
+    url, ports = proxy
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/masks?text=the+cat+sits+on+a+red+ball&layer=1")
+    page.wait_for_selector(".st-key-page-masks", timeout=90_000)
+    settle(page)
+    server = next(c["value"] for c in context.cookies() if c["name"] == COOKIE)
+    os.kill(_app_pid(ports[0] if server == "app1" else ports[1]), signal.SIGKILL)
+    page.wait_for_timeout(3000)            # the page reconnects by itself, through the proxy, to a live process
+    choose(page, "layer", "0")             # its next action runs there, in a new session rebuilt from the link
+    assert page.get_by_label("Sentence to translate", exact=False).input_value() == "the cat sits on a red ball"
+    choose(page, "layer", "0")             # and the page answers from then on
+    assert page.locator(".st-key-page-masks").count() == 1 and shown_value(page, "layer") == "0"
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert "text=the+cat+sits" in page.url
+    context.close()
