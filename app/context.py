@@ -64,6 +64,12 @@ class Context:
         return resources.get_encoder_batch(self.path, texts)
 
     @property
+    def figure_key(self) -> tuple:
+        """What every figure of this sentence's decoding depends on, plus the display settings."""
+        return (self.path, self.explanation.text, self.settings.opts, self.settings.colorscale,
+                self.settings.font_size)
+
+    @property
     def cursor(self) -> StepCursor:
         return state.cursor()
 

@@ -1,11 +1,14 @@
 """Cached resources: the model loads once per process; explanations are cached per
-(checkpoint, text, settings). Both are shared by every session and must stay read-only."""
+(checkpoint, text, settings); figures per what they are drawn from. All are shared by
+every session and must stay read-only (st.plotly_chart only copies a figure)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 
@@ -58,3 +61,10 @@ def get_explanation(
 @st.cache_resource(show_spinner=False, max_entries=32)
 def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
     return encoder_trace(get_checkpoint(path), list(texts))
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def get_figure(name: str, key: Hashable, _build: Callable[[], go.Figure]) -> go.Figure:
+    """The figure `name` drawn from `key` (everything it depends on), built once per process.
+    A widget change that does not touch `key` then costs no figure building."""
+    return _build()

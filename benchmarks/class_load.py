@@ -133,10 +133,11 @@ class Student:
         """Connect as a browser does; returns the seconds spent on HTTP before the websocket."""
         from websockets.asyncio.client import connect
         start = time.monotonic()
-        for path in ("/_stcore/health", "/_stcore/host-config", *static):
+        for path in ("/_stcore/health", "/_stcore/host-config"):    # first: the proxy's cookie comes back here
             status, _, _ = await http_get(self.host, self.port, path, self.cookies)
             if status != 200:
                 raise RuntimeError(f"GET {path}: {status}")
+        self.static_bytes = await self._fetch_static(static)
         http_s = time.monotonic() - start
         cookie = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         self.ws = await asyncio.wait_for(connect(
@@ -144,6 +145,18 @@ class Student:
             additional_headers={"Cookie": cookie} if cookie else None, max_size=None, ping_interval=None), TIMEOUT)
         self.reader = asyncio.create_task(self._read())
         return http_s
+
+    async def _fetch_static(self, paths: list[str]) -> int:
+        """Static files over 6 connections at a time, as a browser fetches from one host."""
+        slots = asyncio.Semaphore(6)
+
+        async def one(path: str) -> int:
+            async with slots:
+                status, size, _ = await http_get(self.host, self.port, path, self.cookies)
+            if status != 200:
+                raise RuntimeError(f"GET {path}: {status}")
+            return size
+        return sum(await asyncio.gather(*(one(p) for p in paths)))
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -301,7 +314,9 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
             s.runs.append(Run("first" if not s.runs else "change", 0.0, False, f"{type(result).__name__}: {result}"))
     wall = time.monotonic() - wall0
     runs = [r for s, _ in students for r in s.runs]
-    return summary(n, runs, (cpu_seconds(procs) - cpu0) / wall, expected)
+    out = summary(n, runs, (cpu_seconds(procs) - cpu0) / wall, expected)
+    out["static_mb"] = max((getattr(s, "static_bytes", 0) for s, _ in students), default=0) / 1e6
+    return out
 
 
 def pct(xs: list[float], q: float) -> float | None:
@@ -375,15 +390,17 @@ def main() -> None:
     expected = expected_translations(args.checkpoint, SENTENCES)
     static = [] if args.no_static else static_paths(args.url)
     print(f"{len(static)} static files per first visit; scenario {args.scenario}", flush=True)
-    print("| students | first page p50 / p95 | + static p50 / p95 | change p50 / p95 | CPU cores | errors |")
-    print("|---|---|---|---|---|---|")
+    print("| students | first page p50 / p95 | + static p50 / p95 | change p50 / p95 | CPU cores | static MB "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|")
     out = []
     for n in [int(x) for x in args.students.split(",")]:
         s = asyncio.run(level(args, n, expected, static))
         out.append(s)
         print(f"| {n} | {fmt(s['first_p50'])} / {fmt(s['first_p95'])} s | {fmt(s['first_static_p50'])} / "
               f"{fmt(s['first_static_p95'])} s | {fmt(s['change_p50'])} / {fmt(s['change_p95'])} s | "
-              f"{s['cpu_cores']:.2f} | {s['errors']} of {s['runs']} (cross-talk {s['crosstalk']}) |", flush=True)
+              f"{s['cpu_cores']:.2f} | {s['static_mb']:.1f} | {s['errors']} of {s['runs']} "
+              f"(cross-talk {s['crosstalk']}) |", flush=True)
         for e in s["error_examples"]:
             print(f"    error: {e}", flush=True)
         time.sleep(args.pause)

@@ -92,6 +92,7 @@ def test_other_kinds(at, kind):
     z = heatmaps(single)[0]
     rows, cols = tick_text(single, "yaxis"), tick_text(single, "xaxis")
     assert z.shape == (len(rows), len(cols))
+    assert all(m.shape == z.shape for m in heatmaps(charts(at)["grid"]))    # the cached grid follows the kind
     if kind == "decoder_self":
         assert np.allclose(np.triu(z, 1), 0) and rows == cols
     else:

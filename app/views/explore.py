@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures
+from app import figures, resources
 from app.context import Context
 from app.settings import KIND, QUERY, Settings, layer_head, radio, selectbox
 from app.ui import chart, csv_button, tokens_for
@@ -29,14 +29,15 @@ def render(ctx: Context) -> None:
     picked = selectbox(c3, QUERY, "Highlight the row of token", [None, *range(len(rows))],
                        format_func=lambda i: "(none)" if i is None else f"{i}: {rows[i]}")
     left, right = st.columns([3, 2])
-    chart(left, figures.attention_grid(attn, rows, cols, title=f"{kind.label}: every layer × head",
-                                       highlight_row=picked, colorscale=settings.colorscale,
-                                       font_size=settings.font_size), key="grid", settings=settings)
+    grid = resources.get_figure("grid", (ctx.figure_key, name, picked), lambda: figures.attention_grid(
+        attn, rows, cols, title=f"{kind.label}: every layer × head", highlight_row=picked,
+        colorscale=settings.colorscale, font_size=settings.font_size))
+    chart(left, grid, key="grid", settings=settings)
     _one_head(right, attn[layer, head], rows, cols, kind, (layer, head), picked, settings)
     if picked is not None:
         chart(st, figures.row_across_heads(attn, picked, cols, rows[picked], colorscale=settings.colorscale,
                                            font_size=settings.font_size), key="row", settings=settings)
-    _averages(attn, rows, cols, kind, settings)
+    _averages(ctx, attn, rows, cols, kind)
 
 
 def _one_head(where, matrix: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind,
@@ -49,17 +50,17 @@ def _one_head(where, matrix: np.ndarray, rows: list[str], cols: list[str], kind:
     csv_button(where, matrix, rows, cols, f"{kind.name}-layer{layer}-head{head}")
 
 
-def _averages(attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind, settings: Settings) -> None:
-    rollout = kind.name == "encoder_self"
+def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:
+    settings, rollout = ctx.settings, kind.name == "encoder_self"
     with st.expander("Head average per layer" + (" and attention rollout" if rollout else "")):
-        mean = attn.mean(axis=1)[None]  # (1, L, Tq, Tk)
-        chart(st, figures.attention_grid(mean, rows, cols, title="mean over heads", row_names=["mean"],
-                                         col_names=[f"layer {i}" for i in range(attn.shape[0])],
-                                         colorscale=settings.colorscale, font_size=settings.font_size),
-              key="mean", settings=settings)
+        mean = resources.get_figure("mean", (ctx.figure_key, kind.name), lambda: figures.attention_grid(
+            attn.mean(axis=1)[None], rows, cols, title="mean over heads", row_names=["mean"],   # (1, L, Tq, Tk)
+            col_names=[f"layer {i}" for i in range(attn.shape[0])], colorscale=settings.colorscale,
+            font_size=settings.font_size))
+        chart(st, mean, key="mean", settings=settings)
         if rollout:
             st.caption(ROLLOUT_CAPTION)
-            chart(st, figures.attention_heatmap(figures.rollout(attn), rows, cols,
-                                                title="attention rollout through the encoder",
-                                                colorscale=settings.colorscale, font_size=settings.font_size),
-                  key="rollout", settings=settings)
+            fig = resources.get_figure("rollout", ctx.figure_key, lambda: figures.attention_heatmap(
+                figures.rollout(attn), rows, cols, title="attention rollout through the encoder",
+                colorscale=settings.colorscale, font_size=settings.font_size))
+            chart(st, fig, key="rollout", settings=settings)
