@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from app import figures
+from app import figures, resources
 from app.analysis import first_divergence, tree_until
 from app.context import Context
 from app.cursor import StepCursor
@@ -81,9 +81,13 @@ def _pick_hypothesis(record: StepRecord, ctx: Context, t: int) -> int:
 def _beam_tree(ctx: Context, steps: list[StepRecord], t: int, chosen: int) -> None:
     every_step = toggle(st, ALL_PRUNED, "Show the pruned candidates of every step",
                         help="Off: only the current step's pruned candidates, so a wide beam stays readable.")
-    nodes, edges, index = tree_until(steps, t, ctx.checkpoint.tgt_tokenizer.pieces, pruned_only_last=not every_step)
-    fig = figures.beam_tree(nodes, edges, title="beam search tree (● live/kept, ■ finished, × pruned)",
-                            selected=index.get((t, chosen)), font_size=ctx.settings.font_size)
+
+    def build():
+        nodes, edges, index = tree_until(steps, t, ctx.checkpoint.tgt_tokenizer.pieces,
+                                         pruned_only_last=not every_step)
+        return figures.beam_tree(nodes, edges, title="beam search tree (● live/kept, ■ finished, × pruned)",
+                                 selected=index.get((t, chosen)), font_size=ctx.settings.font_size)
+    fig = resources.get_figure("beam_tree", (ctx.figure_key, t, chosen, every_step), build)
     chart(st, fig, key="tree", settings=ctx.settings)
 
 
@@ -94,17 +98,21 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
     so_far = pieces(hyp.tokens)
     token = _chosen_token(record, chosen)
     left, right = st.columns([2, 3])
-    chart(left, figures.top_k_bar([pieces([tok])[0] for tok, _ in hyp.top_k], [p for _, p in hyp.top_k],
-                                  chosen=pieces([token])[0] if token is not None else None,
-                                  title=f"next token after {len(so_far)} input tokens", font_size=settings.font_size),
-          key="topk", settings=settings)
+    where = (ctx.figure_key, record.step, chosen)          # every figure below is this step's, shared by all
+    topk = resources.get_figure("topk", where, lambda: figures.top_k_bar(
+        [pieces([tok])[0] for tok, _ in hyp.top_k], [p for _, p in hyp.top_k],
+        chosen=pieces([token])[0] if token is not None else None,
+        title=f"next token after {len(so_far)} input tokens", font_size=settings.font_size))
+    chart(left, topk, key="topk", settings=settings)
     if hyp.cross_attn is not None:
-        fig = _row(hyp.cross_attn, ctx.explanation.trace.source_tokens[0], so_far[-1], ctx)
-        chart(right, fig.update_layout(title=f"cross-attention of the new position ({figures.label(so_far[-1])})"),
-              key="cross_row", settings=settings)
+        cross = resources.get_figure("cross_row", where, lambda: _row(
+            hyp.cross_attn, ctx.explanation.trace.source_tokens[0], so_far[-1], ctx).update_layout(
+            title=f"cross-attention of the new position ({figures.label(so_far[-1])})"))
+        chart(right, cross, key="cross_row", settings=settings)
     if hyp.self_attn is not None:
         with st.expander("Decoder self-attention of the new position"):
-            chart(st, _row(hyp.self_attn, so_far, so_far[-1], ctx), key="self_row", settings=settings)
+            own = resources.get_figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1], ctx))
+            chart(st, own, key="self_row", settings=settings)
 
 
 def _row(attn, keys: list[str], query: str, ctx: Context):
