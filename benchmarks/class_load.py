@@ -116,6 +116,7 @@ class Student:
     page_hash: str = ""
     cookies: dict[str, str] = field(default_factory=dict)
     widgets: dict[str, tuple[str, object]] = field(default_factory=dict)   # key -> (element id, proto)
+    fragments: dict[str, str] = field(default_factory=dict)    # widget key -> the fragment it is drawn in
     blocks: dict[tuple, str] = field(default_factory=dict)
     markdown: dict[tuple, str] = field(default_factory=dict)
     exceptions: list[str] = field(default_factory=list)
@@ -126,6 +127,7 @@ class Student:
         self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
         self.cache: dict[str, object] = {}
         self.done: asyncio.Future | None = None
+        self.fragment_run = False
         self.ws = None
         self.reader: asyncio.Task | None = None
 
@@ -184,7 +186,9 @@ class Student:
             self.cache[msg.hash] = msg
         if kind == "new_session":
             self.page_hash = msg.new_session.page_script_hash
-            self.widgets.clear(), self.blocks.clear(), self.markdown.clear(), self.exceptions.clear()
+            if not self.fragment_run:          # a fragment's rerun redraws only the fragment
+                self.widgets.clear(), self.blocks.clear(), self.markdown.clear()
+            self.exceptions.clear()
         elif kind == "delta":
             self._delta(tuple(msg.metadata.delta_path), msg.delta)
         elif kind == "script_finished" and self.done is not None and not self.done.done():
@@ -205,7 +209,9 @@ class Student:
         elif kind == "exception":
             self.exceptions.append(proto.message[:200])
         if "id" in proto.DESCRIPTOR.fields_by_name and proto.id.startswith("$$ID-") and proto.id.count("-") >= 2:
-            self.widgets[proto.id.split("-", 2)[2]] = (proto.id, proto)
+            key = proto.id.split("-", 2)[2]
+            self.widgets[key] = (proto.id, proto)
+            self.fragments[key] = delta.fragment_id
 
     def translation(self) -> str | None:
         for path, block in self.blocks.items():
@@ -213,15 +219,17 @@ class Student:
                 return self.markdown[path + (0,)].removeprefix("### ").strip()
         return None
 
-    async def rerun(self, kind: str, states: list = (), expect: str | None = None) -> Run:
-        """One page run; `expect`: the translation this student must see."""
+    async def rerun(self, kind: str, states: list = (), expect: str | None = None, fragment: str = "") -> Run:
+        """One page run (or, with `fragment`, the rerun of that fragment only, as a browser asks
+        for it when a widget inside a fragment changes); `expect`: the translation to see."""
         _, ClientState, ContextInfo, _, _, WidgetStates = _pb()
         BackMsg = _pb()[0]
         client = ClientState(query_string=urllib.parse.urlencode(self.query), page_script_hash=self.page_hash,
-                             cached_message_hashes=list(self.cache),
+                             cached_message_hashes=list(self.cache), fragment_id=fragment,
                              context_info=ContextInfo(timezone="UTC", locale="en-US", url=self.url))
         client.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
         self.done = asyncio.get_running_loop().create_future()
+        self.fragment_run = bool(fragment)
         start = time.monotonic()
         try:
             await self.ws.send(BackMsg(rerun_script=client).SerializeToString())
@@ -259,7 +267,7 @@ async def student_open(s: Student, expect: str, changes: int, rng: random.Random
         await asyncio.sleep(rng.uniform(1, 3))
         key = rng.choice(["layer", "head"])
         if key in s.widgets:
-            await s.rerun("change", [s.choose(key, rng)], expect=expect)
+            await s.rerun("change", [s.choose(key, rng)], expect=expect, fragment=s.fragments.get(key, ""))
     await s.close()
 
 
@@ -270,7 +278,7 @@ async def student_shared(s: Student, expect: str, changes: int, rng: random.Rand
     for _ in range(changes):
         await asyncio.sleep(rng.uniform(1, 3))
         if "next" in s.widgets:
-            await s.rerun("next", [s.press("next")], expect=expect)
+            await s.rerun("next", [s.press("next")], expect=expect, fragment=s.fragments.get("next", ""))
     await s.close()
 
 

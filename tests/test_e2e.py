@@ -110,6 +110,7 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     assert page.locator(".st-key-next button:disabled").count() >= 1     # nothing left to step
     no_errors(page)
     assert f"Step {last} of {last}" in page.inner_text("body")
+    assert f"step={last}" in page.url                  # stepping (a fragment's rerun) keeps the link current
     page.screenshot(path=str(ARTIFACTS / "step-last.png"), full_page=True)
 
     ckpt = root / "multi30k-en-de"

@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from app import figures, resources
+from app import figures, links, resources
 from app.analysis import first_divergence, tree_until
 from app.context import Context
 from app.cursor import StepCursor
@@ -50,8 +50,15 @@ def controls(cursor: StepCursor, n_steps: int) -> int:
 
 
 def render(ctx: Context) -> None:
+    st.caption(CAPTIONS[ctx.settings.opts.method] + " Keyboard: ← and → step.")
+    stepping(ctx)
+
+
+@st.fragment
+def stepping(ctx: Context) -> None:
+    """Everything a step changes. A fragment: Prev / Next / Play / the slider rerun only this,
+    not the sidebar, the sentence and its translation (a class on one link steps together)."""
     ex, settings = ctx.explanation, ctx.settings
-    st.caption(CAPTIONS[settings.opts.method] + " Keyboard: ← and → step.")
     steps = ex.result.steps
     cursor = ctx.cursor
     cursor.follow(f"{ctx.path}|{ex.text}|{settings.opts}", len(steps))
@@ -66,6 +73,7 @@ def render(ctx: Context) -> None:
     _next_token(ctx, record, chosen)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
+    links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
     if cursor.playing:
         _play(cursor, len(steps))
 
@@ -147,5 +155,5 @@ def _play(cursor: StepCursor, n_steps: int) -> None:
     if cursor.step < n_steps - 1:
         time.sleep(PLAY_DELAY_S)
     cursor.tick(n_steps)
-    st.rerun()
+    st.rerun(scope="fragment")
 
