@@ -26,12 +26,13 @@ MAX_STEP = 1000
 def parse(params: Mapping[str, str], checkpoints: Iterable[str]) -> dict[str, Any]:
     """URL parameters -> {setting name: value} for the settings that fit their spec."""
     out: dict[str, Any] = {}
+    known = set(checkpoints)
     for param, raw in params.items():
         spec = LINKED.get(param)
         if spec is None:
             continue
         value = spec.from_link(raw)
-        if value is None or (spec is CHECKPOINT and value not in set(checkpoints)):
+        if value is None or (spec is CHECKPOINT and value not in known):
             continue
         out[spec.name] = value
     return out

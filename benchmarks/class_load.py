@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import time
@@ -69,6 +70,7 @@ SENTENCES = [
 
 
 # ---- the protocol ----------------------------------------------------------------------------------
+@functools.cache
 def _pb():
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ClientState_pb2 import ClientState, ContextInfo
@@ -222,8 +224,7 @@ class Student:
     async def rerun(self, kind: str, states: list = (), expect: str | None = None, fragment: str = "") -> Run:
         """One page run (or, with `fragment`, the rerun of that fragment only, as a browser asks
         for it when a widget inside a fragment changes); `expect`: the translation to see."""
-        _, ClientState, ContextInfo, _, _, WidgetStates = _pb()
-        BackMsg = _pb()[0]
+        BackMsg, ClientState, ContextInfo, _, _, WidgetStates = _pb()
         client = ClientState(query_string=urllib.parse.urlencode(self.query), page_script_hash=self.page_hash,
                              cached_message_hashes=list(self.cache), fragment_id=fragment,
                              context_info=ContextInfo(timezone="UTC", locale="en-US", url=self.url))
@@ -259,26 +260,19 @@ class Student:
 
 
 # ---- scenarios ----------------------------------------------------------------------------------
-async def student_open(s: Student, expect: str, changes: int, rng: random.Random, static: list[str]) -> None:
+async def student(s: Student, expect: str, changes: int, rng: random.Random, static: list[str],
+                  shared: bool) -> None:
+    """Open the page, then `changes` times, after 1-3 s of thinking: press Next (shared) or
+    change the layer or head picker (open)."""
     http_s = await s.open(static)
     first = await s.rerun("first", expect=expect)
     first.with_static = first.seconds + http_s
     for _ in range(changes):
         await asyncio.sleep(rng.uniform(1, 3))
-        key = rng.choice(["layer", "head"])
+        key = "next" if shared else rng.choice(["layer", "head"])
         if key in s.widgets:
-            await s.rerun("change", [s.choose(key, rng)], expect=expect, fragment=s.fragments.get(key, ""))
-    await s.close()
-
-
-async def student_shared(s: Student, expect: str, changes: int, rng: random.Random, static: list[str]) -> None:
-    http_s = await s.open(static)
-    first = await s.rerun("first", expect=expect)
-    first.with_static = first.seconds + http_s
-    for _ in range(changes):
-        await asyncio.sleep(rng.uniform(1, 3))
-        if "next" in s.widgets:
-            await s.rerun("next", [s.press("next")], expect=expect, fragment=s.fragments.get("next", ""))
+            state = s.press(key) if shared else s.choose(key, rng)
+            await s.rerun("next" if shared else "change", [state], expect=expect, fragment=s.fragments.get(key, ""))
     await s.close()
 
 
@@ -313,9 +307,8 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
         text = SENTENCES[0] if shared else SENTENCES[i % len(SENTENCES)]
         s = Student(args.url, {"text": text}, page_hash=calc_hash("step") if shared else "")
         students.append((s, expected[text]))
-    play = student_shared if shared else student_open
-    results = await asyncio.wait_for(asyncio.gather(*(play(s, e, args.changes, random.Random(rng.random()), static)
-                                                      for s, e in students), return_exceptions=True),
+    results = await asyncio.wait_for(asyncio.gather(*(student(s, e, args.changes, random.Random(rng.random()), static,
+                                                              shared) for s, e in students), return_exceptions=True),
                                      args.max_seconds)
     for (s, _), result in zip(students, results):
         if isinstance(result, BaseException):

@@ -65,6 +65,21 @@ def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
 CHROMIUM = "/usr/bin/chromium"
 
 
+def wait_healthy(url: str, proc, timeout: float = 180) -> None:
+    """Poll url/_stcore/health until it says ok; else kill proc and fail with its output."""
+    import time
+    import urllib.request
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    pytest.fail(f"{url} did not become healthy: " + (proc.stdout.read() if proc.stdout else ""))
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium, headless, driven by Playwright (never `playwright install`)."""

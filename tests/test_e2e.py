@@ -8,13 +8,11 @@ import re
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHROMIUM, ROOT
+from tests.conftest import CHROMIUM, ROOT, wait_healthy
 
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "Two young children are playing with a ball in the park."
@@ -45,15 +43,7 @@ def server(app_checkpoints):
                              "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the streamlit server did not become healthy: " + (proc.stdout.read() if proc.stdout else ""))
+    wait_healthy(url, proc, timeout=60)
     yield url, root
     proc.terminate()
     proc.wait(timeout=10)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks.class_load import Student, http_get
 from deploy.serve import COOKIE, Backend, haproxy_config
-from tests.conftest import CHROMIUM, ROOT
+from tests.conftest import CHROMIUM, ROOT, wait_healthy
 from tests.test_e2e import choose, free_port, settle, shown_value
 
 HAPROXY = shutil.which("haproxy")
@@ -56,16 +56,7 @@ def proxy(app_checkpoints):
                                  "--processes", "2", "--first-port", str(first), "--quiet"], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        launcher.kill()
-        pytest.fail("the proxy did not come up: " + launcher.stdout.read())
+    wait_healthy(url, launcher)
     yield url, (first, first + 1)
     launcher.send_signal(signal.SIGTERM)
     launcher.wait(timeout=30)
@@ -121,7 +112,7 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
         await s.open()
         await s.rerun("first", expect=want)
         for key in ("layer", "head", "layer"):
-            await s.rerun("change", [s.choose(key, __import__("random").Random(text))], expect=want)
+            await s.rerun("change", [s.choose(key, random.Random(text))], expect=want)
         await s.close()
         return s
 
