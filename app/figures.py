@@ -530,3 +530,22 @@ def probability_change(tokens: Sequence[str], before: Sequence[float], after: Se
                       height=380, margin=MARGIN, legend=dict(orientation="h"),
                       font=dict(size=font_size))
     return fig
+
+
+def lab_curves(steps: Sequence[int], train_loss: Sequence[float], heldout_loss: Sequence[float],
+               token_acc: Sequence[float], seq_acc: Sequence[float], font_size: int = 12) -> go.Figure:
+    """The training lab's live curves against the step: losses (log scale) on the left,
+    held-out accuracies on the right. NaN values (no training loss before step 1) are gaps."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss (log scale)", "held-out accuracy, greedy decoding"),
+                        horizontal_spacing=0.1)
+    lines = ((1, "training loss (label-smoothed)", train_loss, "solid"), (1, "held-out loss", heldout_loss, "dot"),
+             (2, "token accuracy", token_acc, "dot"), (2, "whole-sequence accuracy", seq_acc, "solid"))
+    fig.add_traces([go.Scatter(x=list(steps), y=[float(v) for v in values], name=name, mode="lines",
+                               line=dict(dash=dash)) for _, name, values, dash in lines],
+                   rows=[1] * len(lines), cols=[col for col, *_ in lines])
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font_size),
+                      legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0))
+    return fig

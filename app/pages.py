@@ -16,7 +16,7 @@ import streamlit as st
 from app import resources, sentence
 from app.context import Context
 from app.settings import Settings
-from app.views import card, explore, head, knockout, masks, positional, stepper
+from app.views import card, explore, head, knockout, lab, masks, positional, stepper
 from model.checkpoint import CheckpointError
 
 
@@ -36,6 +36,7 @@ PAGES: tuple[Page, ...] = (
     Page("masks", "Masks", ":material/visibility_off:", masks.render),
     Page("head", "Inside one head", ":material/center_focus_strong:", head.render),
     Page("knockout", "Head knockout", ":material/block:", knockout.render),
+    Page("lab", "Training lab", ":material/model_training:", lab.render, takes_sentence=False),
     Page("card", "Model card & training", ":material/description:", card.render, takes_sentence=False),
 )
 BY_SLUG = {p.slug: p for p in PAGES}

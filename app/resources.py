@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from app.lab_jobs import Scheduler
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import Explanation, encoder_trace, explain
@@ -68,3 +69,22 @@ def get_figure(name: str, key: Hashable, _build: Callable[[], go.Figure]) -> go.
     """The figure `name` drawn from `key` (everything it depends on), built once per process.
     A widget change that does not touch `key` then costs no figure building."""
     return _build()
+
+
+# ---- the training lab --------------------------------------------------------------------------
+LAB_SLOTS = int(os.environ.get("TRANSFORMER_LAB_SLOTS", 0)) or max(1, (os.cpu_count() or 2) // 2)
+LAB_MAX_SECONDS = float(os.environ.get("TRANSFORMER_LAB_MAX_SECONDS", 180))
+
+
+def session_alive(session_id: str) -> bool:
+    """Whether a browser is still connected to this session (True outside a server, e.g. AppTest)."""
+    from streamlit.runtime import Runtime
+    return not Runtime.exists() or Runtime.instance().is_active_session(session_id)
+
+
+@st.cache_resource(show_spinner=False)
+def lab_scheduler() -> Scheduler:
+    """The process's training-lab scheduler: at most LAB_SLOTS runs train at once
+    ($TRANSFORMER_LAB_SLOTS; default one per two cores), the others queue."""
+    _configure_threads()
+    return Scheduler(LAB_SLOTS, alive=session_alive)

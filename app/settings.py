@@ -17,6 +17,8 @@ import streamlit as st
 from app import figures, state
 from model.decoding import BEAM_SIZES, METHODS, DecodeOptions
 from model.kinds import KIND_NAMES
+from model.lab import SWITCHES
+from model.tasks import TASKS
 
 MAX_TEXT_CHARS = 1000
 
@@ -81,6 +83,23 @@ PE_DIMS = Setting("pe_dims", None, None)            # positional page: dimension
 PE_POSITIONS = Setting("pe_positions", None, 100, int)
 NO_SCALE = Setting("no_scale", None, False)         # inside one head: drop 1/sqrt(d_k)
 ALL_PRUNED = Setting("all_pruned", None, False)     # step page: pruned candidates of every step
+# the training lab (app/views/lab.py)
+LAB_TASK = Setting("lab_task", None, "reverse", choices=tuple(TASKS))
+LAB_LENGTHS = Setting("lab_lengths", None, (4, 10), bounds=(1, 20))
+LAB_SYMBOLS = Setting("lab_symbols", None, 20, int, bounds=(2, 26))
+LAB_D_MODEL = Setting("lab_d_model", None, 64, int, choices=(16, 32, 64, 128))
+LAB_HEADS = Setting("lab_heads", None, 4, int, choices=(1, 2, 4, 8))
+LAB_LAYERS = Setting("lab_layers", None, 2, int, bounds=(1, 3))
+LAB_D_FF = Setting("lab_d_ff", None, 256, int, choices=(32, 64, 128, 256, 512))
+LAB_SWITCHES = {name: Setting(f"lab_{name}", None, True) for name in SWITCHES}
+LAB_SMOOTHING = Setting("lab_smoothing", None, 0.1, float, choices=(0.0, 0.1))
+LAB_WARMUP = Setting("lab_warmup", None, True)
+LAB_TEACHER = Setting("lab_teacher_forcing", None, True)
+LAB_STEPS = Setting("lab_steps", None, 3000, int, bounds=(50, 20_000))
+LAB_SEED = Setting("lab_seed", None, 0, int, bounds=(0, 10_000))
+LAB_SNAPSHOT = Setting("lab_snapshot", None, -1, int)   # step of the attention snapshot shown (-1: the last)
+LAB_TEXT = Setting("lab_text", None, "")                 # the lab model's input to decode
+LAB_SAVE_NAME = Setting("lab_save_name", None, "")
 
 # Every setting that a link carries, by link parameter. The step of the step-through
 # page is in links too, but its owner is the cursor (app/links.py).
@@ -133,6 +152,22 @@ def multiselect(where: Any, s: Setting, label: str, options: Sequence, default: 
     start = list(default if default is not None else s.default or ())
     state.restore(s.name, start, lambda v: [x for x in v if x in options])
     return state.remember(s.name, where.multiselect(label, options, key=s.name, **kw))
+
+
+def range_slider(where: Any, s: Setting, label: str, **kw: Any) -> tuple:
+    """A two-handle slider over the spec's bounds; its value is a (low, high) tuple."""
+    lo, hi = s.bounds
+
+    def fix(v: Any) -> tuple:
+        ok = isinstance(v, tuple | list) and len(v) == 2 and lo <= v[0] <= v[1] <= hi
+        return tuple(v) if ok else s.default
+    state.restore(s.name, s.default, fix)
+    return state.remember(s.name, tuple(where.slider(label, lo, hi, key=s.name, **kw)))
+
+
+def text_input(where: Any, s: Setting, label: str, default: str = "", **kw: Any) -> str:
+    state.restore(s.name, default or s.default, lambda v: v if isinstance(v, str) else default)
+    return state.remember(s.name, where.text_input(label, key=s.name, **kw))
 
 
 def toggle(where: Any, s: Setting, label: str, **kw: Any) -> bool:

@@ -3,6 +3,11 @@
 The defaults are the paper's base model (Table 3, row "base"): d_model 512, 8 heads,
 6 encoder + 6 decoder layers, d_ff 2048, dropout 0.1, post-norm residual blocks.
 
+Four switches remove a part of the paper, for the training lab's experiments (all on by
+default; a model trained with one off keeps it off wherever it is loaded): the positional
+encoding, the 1/sqrt(d_k) scaling of attention scores, the decoder's causal mask in full
+(teacher-forced) passes, and the residual connections around every sublayer.
+
 A few fields describe how other implementations of the same architecture differ from the
 paper (Marian / OPUS-MT models imported by model/convert.py): the FFN activation, the
 layout of the positional encoding, whether embeddings are scaled by sqrt(d_model), a
@@ -44,6 +49,11 @@ class ModelConfig:
     pe_layout: str = "interleaved"
     scale_embedding: bool = True     # embeddings * sqrt(d_model) (section 3.4)
     logits_bias: bool = False        # a bias on the output layer (Marian's final_logits_bias)
+    # the paper's parts, switchable for experiments (section numbers of the paper)
+    positional_encoding: bool = True  # add the sinusoids (3.5); off: the model sees a bag of tokens
+    scale_attention: bool = True      # divide scores by sqrt(d_k) (3.2.1)
+    causal_mask: bool = True          # hide later target positions in the decoder (3.2.3)
+    residual: bool = True             # x + Sublayer(x) (3.1); off: LayerNorm(Sublayer(x))
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -66,6 +76,13 @@ class ModelConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def ablations(self) -> list[str]:
+        """The parts of the paper this model was built without (empty for the paper's model)."""
+        parts = {"positional_encoding": "positional encoding", "scale_attention": "1/sqrt(d_k) scaling",
+                 "causal_mask": "causal mask", "residual": "residual connections"}
+        return [label for name, label in parts.items() if not getattr(self, name)]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

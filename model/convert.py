@@ -218,6 +218,8 @@ def exportable(cfg: ModelConfig) -> None:
     if not cfg.tie_embeddings:
         raise ConvertError("a model with separate source and target embeddings does not fit MarianMTModel's "
                            "shared vocabulary")
+    if cfg.ablations:
+        raise ConvertError(f"a model built without {', '.join(cfg.ablations)} has no Marian equivalent")
 
 
 def to_marian_weights(model: Transformer) -> dict[str, Tensor]:

@@ -65,17 +65,19 @@ class Embeddings(nn.Module):
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float,
-              need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
-    """Scaled dot-product attention, softmax(q k^T / sqrt(d_k)) v.
+              need_weights: bool, scaled: bool = True) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """Scaled dot-product attention, softmax(q k^T / sqrt(d_k)) v (scaled=False: without
+    the 1/sqrt(d_k), an experiment of the training lab).
 
     q (B, H, Tq, d), k and v (B, H, Tk, d), mask broadcastable to (B, H, Tq, Tk).
     Returns (output (B, H, Tq, d), weights before dropout or None, scores or None).
     Without need_weights the fused `F.scaled_dot_product_attention` runs.
     """
+    scale = 1.0 / math.sqrt(q.size(-1)) if scaled else 1.0
     if not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
         return out, None, None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))            # (B, H, Tq, Tk)
+    scores = q @ k.transpose(-2, -1) * scale                            # (B, H, Tq, Tk)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)                                    # (B, H, Tq, Tk)
@@ -120,9 +122,9 @@ class DecoderCache:
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float, scaled: bool = True) -> None:
         super().__init__()
-        self.n_heads, self.d_head, self.dropout = n_heads, d_model // n_heads, dropout
+        self.n_heads, self.d_head, self.dropout, self.scaled = n_heads, d_model // n_heads, dropout, scaled
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
@@ -154,7 +156,8 @@ class MultiHeadAttention(nn.Module):
         q = self._split(self.w_q(query))                                # (B, H, Tq, d)
         k, v = self._keys_values(kv_input, cache, static_kv)            # (B, H, Tk, d)
         dropout_p = self.dropout if self.training else 0.0
-        out, weights, scores = attention(q, k, v, mask, dropout_p, need_weights=trace is not None)
+        out, weights, scores = attention(q, k, v, mask, dropout_p, need_weights=trace is not None,
+                                        scaled=self.scaled)
         if trace is not None:
             trace.record(name, weights)
             if trace.record_scores:
@@ -186,24 +189,38 @@ class FeedForward(nn.Module):
         return self.w_2(self.dropout(self.activation(self.w_1(x))))
 
 
+class Residual(nn.Module):
+    """The residual connection around a sublayer: x + Sublayer(x), or, with the paper's
+    residual switched off (a training-lab experiment), Sublayer(x) alone."""
+
+    def __init__(self, on: bool = True) -> None:
+        super().__init__()
+        self.on = on
+
+    def forward(self, x: Tensor, update: Tensor) -> Tensor:
+        return x + update if self.on else update
+
+
 class EncoderLayer(nn.Module):
     """Self-attention, then FFN; each wrapped in residual + LayerNorm."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.norm_first = cfg.norm_first
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.add = Residual(cfg.residual)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout1, self.dropout2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
                 knockout: frozenset[str] = frozenset()) -> Tensor:
+        add = self.add
         if self.norm_first:
-            x = x + self._self_attn_block(self.norm1(x), mask, trace, name, knockout)
-            return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._self_attn_block(x, mask, trace, name, knockout))
-        return self.norm2(x + self._ff_block(x))
+            x = add(x, self._self_attn_block(self.norm1(x), mask, trace, name, knockout))
+            return add(x, self._ff_block(self.norm2(x)))
+        x = self.norm1(add(x, self._self_attn_block(x, mask, trace, name, knockout)))
+        return self.norm2(add(x, self._ff_block(x)))
 
     def _self_attn_block(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
                          knockout: frozenset[str]) -> Tensor:
@@ -219,8 +236,9 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.norm_first = cfg.norm_first
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.add = Residual(cfg.residual)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(cfg.dropout) for _ in range(3))
@@ -229,13 +247,14 @@ class DecoderLayer(nn.Module):
                 trace: Trace | None, name: str, cache: tuple[KVCache, KVCache] | None = None,
                 knockout: frozenset[str] = frozenset()) -> Tensor:
         self_cache, cross_cache = cache if cache is not None else (None, None)
+        add = self.add
         if self.norm_first:
-            x = x + self._self_attn_block(self.norm1(x), self_mask, trace, name, self_cache, knockout)
-            x = x + self._cross_attn_block(self.norm2(x), memory, cross_mask, trace, name, cross_cache, knockout)
-            return x + self._ff_block(self.norm3(x))
-        x = self.norm1(x + self._self_attn_block(x, self_mask, trace, name, self_cache, knockout))
-        x = self.norm2(x + self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache, knockout))
-        return self.norm3(x + self._ff_block(x))
+            x = add(x, self._self_attn_block(self.norm1(x), self_mask, trace, name, self_cache, knockout))
+            x = add(x, self._cross_attn_block(self.norm2(x), memory, cross_mask, trace, name, cross_cache, knockout))
+            return add(x, self._ff_block(self.norm3(x)))
+        x = self.norm1(add(x, self._self_attn_block(x, self_mask, trace, name, self_cache, knockout)))
+        x = self.norm2(add(x, self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache, knockout)))
+        return self.norm3(add(x, self._ff_block(x)))
 
     def _self_attn_block(self, x: Tensor, mask: Tensor | None, trace: Trace | None, name: str,
                          cache: KVCache | None, knockout: frozenset[str]) -> Tensor:

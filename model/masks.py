@@ -12,6 +12,8 @@ Builders:
     decoder_self_mask(ids, pad_id) -> (B, 1, T, T)  causal AND padding (the start
                                    symbol in position 0 is never padding, even when it
                                    is <pad>, as in Marian models)
+    decoder_padding_mask(ids, pad_id) -> (B, 1, 1, T)  padding only (a model trained
+                                   with the causal mask switched off)
 
 Exported traces store masks expanded to the matrix shape, as 1 (may attend) / 0
 (blocked).
@@ -38,12 +40,17 @@ def causal_mask(queries: int, keys: int | None = None, device: torch.device | st
     return (torch.arange(keys, device=device)[None, :] <= q_pos)[None, None]
 
 
-def decoder_self_mask(ids: Tensor, pad_id: int) -> Tensor:
-    """ids (B, T) -> (B, 1, T, T): causal and key padding combined. Position 0 holds
-    the start symbol and always counts as a real token."""
+def decoder_padding_mask(ids: Tensor, pad_id: int) -> Tensor:
+    """ids (B, T) -> (B, 1, 1, T): the decoder's real tokens. Position 0 holds the start
+    symbol and always counts as a real token."""
     keys = padding_mask(ids, pad_id).clone()
     keys[..., 0] = True
-    return causal_mask(ids.size(1), device=ids.device) & keys
+    return keys
+
+
+def decoder_self_mask(ids: Tensor, pad_id: int) -> Tensor:
+    """ids (B, T) -> (B, 1, T, T): causal and key padding combined."""
+    return causal_mask(ids.size(1), device=ids.device) & decoder_padding_mask(ids, pad_id)
 
 
 def expand(mask: Tensor, batch: int, queries: int, keys: int) -> Tensor:

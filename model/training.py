@@ -23,14 +23,16 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from model.data import Example, collate, token_batches
+from model.layers import DecoderCache
 
 
 # ---- the learning-rate schedule ----------------------------------------------------------------
-def learning_rate(step: int, peak: float, warmup: int) -> float:
+def learning_rate(step: int, peak: float, warmup: int, ramp: bool = True) -> float:
     """The paper's schedule, scaled to reach `peak` at the end of warm-up:
-    linear warm-up, then decay with the inverse square root of the step."""
+    linear warm-up, then decay with the inverse square root of the step.
+    ramp=False (a lab experiment): no warm-up, the peak from the first step on."""
     step = max(step, 1)
-    return peak * min(step / warmup, math.sqrt(warmup / step))
+    return peak * min(step / warmup if ramp else 1.0, math.sqrt(warmup / step))
 
 
 def cooldown_factor(epochs_done: float, epochs: int, cooldown: float) -> float:
@@ -47,9 +49,11 @@ class Schedule:
     warmup: int = 600
     epochs: int = 0            # planned length, for the cooldown
     cooldown: float = 0.0      # epochs at the end over which the rate falls linearly to 0
+    ramp: bool = True          # False: skip the warm-up ramp (the decay still starts at `warmup`)
 
     def lr(self, step: int, epochs_done: float = 0.0) -> float:
-        return learning_rate(step, self.peak, self.warmup) * cooldown_factor(epochs_done, self.epochs, self.cooldown)
+        return (learning_rate(step, self.peak, self.warmup, self.ramp)
+                * cooldown_factor(epochs_done, self.epochs, self.cooldown))
 
 
 # ---- one step ----------------------------------------------------------------------------------
@@ -58,6 +62,9 @@ class StepSettings:
     label_smoothing: float = 0.1
     clip: float = 1.0          # gradient-norm clipping (0: off)
     amp: str = "off"           # "off" | "bf16" | "fp16": autocast precision
+    # True: the decoder reads the reference (teacher forcing, the paper). False (a lab
+    # experiment): it reads its own greedy predictions, made step by step without gradient.
+    teacher_forcing: bool = True
 
 
 class NonFiniteLoss(RuntimeError):
@@ -71,9 +78,10 @@ def autocast(amp: str, device: torch.device) -> contextlib.AbstractContextManage
 
 
 def loss_and_tokens(model: torch.nn.Module, src: Tensor, tgt: Tensor, smoothing: float,
-                    pad_id: int) -> tuple[Tensor, int]:
-    """Mean label-smoothed cross entropy over the non-pad target tokens, and their count."""
-    logits = model(src, tgt[:, :-1])                                   # (B, T-1, V)
+                    pad_id: int, decoder_input: Tensor | None = None) -> tuple[Tensor, int]:
+    """Mean label-smoothed cross entropy over the non-pad target tokens, and their count.
+    decoder_input (B, T-1): what the decoder reads instead of the reference tgt[:, :-1]."""
+    logits = model(src, tgt[:, :-1] if decoder_input is None else decoder_input)   # (B, T-1, V)
     gold = tgt[:, 1:]                                                  # (B, T-1)
     loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), gold.reshape(-1),
                            ignore_index=pad_id, label_smoothing=smoothing)
@@ -96,8 +104,10 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches
     for j, (src, tgt) in enumerate(batches):
         last = j == len(batches) - 1
         sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
+        src, tgt = src.to(device), tgt.to(device)
+        fed = None if settings.teacher_forcing else own_predictions(model, src, tgt[:, :-1], pad_id)
         with sync, autocast(settings.amp, device):
-            loss, ntok = loss_and_tokens(model, src.to(device), tgt.to(device), settings.label_smoothing, pad_id)
+            loss, ntok = loss_and_tokens(model, src, tgt, settings.label_smoothing, pad_id, fed)
         scaled = loss * (ntok / max(total, 1))
         (scaler.scale(scaled) if scaler else scaled).backward()
         loss_sum += float(loss.detach()) * ntok
@@ -106,6 +116,25 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches
         raise NonFiniteLoss(f"the training loss became {loss_sum}")
     _apply(model, optimizer, settings.clip, scaler)
     return loss_sum / max(total, 1), total
+
+
+@torch.no_grad()
+def own_predictions(model: torch.nn.Module, src: Tensor, reference_input: Tensor, pad_id: int) -> Tensor:
+    """The decoder input a model gives itself: the start symbol, then its own greedy choice
+    at each position, decoded step by step in eval mode. reference_input (B, T) gives the
+    length and where the padding is. -> (B, T)."""
+    net = model.module if hasattr(model, "module") else model          # under DistributedDataParallel
+    was_training = net.training
+    net.eval()
+    src_mask = net.src_mask(src)
+    memory = net.encode(src, src_mask)
+    cache = DecoderCache.empty(net.cfg.n_decoder_layers)
+    fed = reference_input[:, :1]                                       # (B, 1) start symbols
+    for _ in range(reference_input.size(1) - 1):
+        hidden = net.decode(fed[:, -1:], memory, src_mask, cache)      # (B, 1, D)
+        fed = torch.cat([fed, net.generator(hidden[:, -1]).argmax(-1, keepdim=True)], dim=1)
+    net.train(was_training)
+    return fed.masked_fill(reference_input == pad_id, pad_id)
 
 
 def _apply(model: torch.nn.Module, optimizer: torch.optim.Optimizer, clip: float,

@@ -81,6 +81,8 @@ class Transformer(nn.Module):
     def _embed(self, embed: Embeddings, ids: Tensor, offset: int, trace: Trace | None, side: str) -> Tensor:
         tokens = embed(ids)                                                  # (B, T, D)
         pe = self.positional(ids.size(1), offset)                            # (T, D)
+        if not self.cfg.positional_encoding:
+            pe = torch.zeros_like(pe)                                        # switched off: nothing added
         x = tokens + pe
         if trace is not None:
             trace.record(f"{side}.embedding", tokens)
@@ -120,10 +122,15 @@ class Transformer(nn.Module):
         return self.decoder(x, memory, self_mask, src_mask, trace, cache, knockout)
 
     def _decoder_self_mask(self, tgt: Tensor, offset: int) -> Tensor | None:
+        """The causal mask (with key padding in a full pass). With cfg.causal_mask off (a
+        lab experiment) a full pass hides only padding; step-by-step decoding has no later
+        positions to hide either way."""
         if offset == 0:
+            if not self.cfg.causal_mask:
+                return masks.decoder_padding_mask(tgt, self.cfg.pad_id)     # (B, 1, 1, T)
             return masks.decoder_self_mask(tgt, self.cfg.pad_id)            # (B, 1, T, T)
-        if tgt.size(1) == 1:
-            return None                                                      # one new query sees all cached keys
+        if tgt.size(1) == 1 or not self.cfg.causal_mask:
+            return None                                                      # new queries see all cached keys
         return masks.causal_mask(tgt.size(1), offset + tgt.size(1), tgt.device)
 
     def forward(self, src: Tensor, tgt: Tensor, trace: Trace | None = None,

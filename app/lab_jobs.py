@@ -1,0 +1,144 @@
+"""Training-lab runs off the script thread: at most `slots` at once per server process,
+the others wait in a first-come queue.
+
+One `Scheduler` per process (app/resources.py caches it). A session holds its own `Job`
+(in its session state, so no other session can reach it) and at most one live job: asking
+again while one is queued or training returns that job, so a rerun never starts a second
+one. A job ends by reaching its goal, its step limit or its time cap, by `stop()`, or when
+its owner's session is gone (the tab was closed): `alive(owner)` is asked about twice a
+second while it waits and while it trains.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from model.lab import LabRun, LabSettings
+
+ALIVE_CHECK_S = 0.5
+
+
+@dataclass(eq=False)
+class Job:
+    owner: str
+    settings: LabSettings
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    state: str = "queued"              # queued | training | done
+    run: LabRun | None = None          # built when the job starts training
+    error: str | None = None           # why it failed, in one line
+    ended: str | None = None           # LabRun status at the end, or "left" / "stopped" while queued
+    stop_event: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def active(self) -> bool:
+        return self.state != "done"
+
+
+class Scheduler:
+    def __init__(self, slots: int = 1, alive: Callable[[str], bool] = lambda owner: True,
+                 make_run: Callable[[LabSettings], LabRun] = LabRun) -> None:
+        if slots < 1:
+            raise ValueError("at least one training slot")
+        self.slots, self.alive, self.make_run = slots, alive, make_run
+        self._lock = threading.Lock()
+        self._queue: deque[Job] = deque()
+        self._running: set[Job] = set()
+        self._by_owner: dict[str, Job] = {}
+        self._watcher: threading.Thread | None = None
+
+    # ---- asked by sessions -------------------------------------------------------------------------
+    def submit(self, owner: str, settings: LabSettings) -> Job:
+        """Queue a run for `owner`, or return the one it already has queued or training."""
+        with self._lock:
+            job = self._by_owner.get(owner)
+            if job is not None and job.active:
+                return job
+            job = Job(owner, settings)
+            self._by_owner[owner] = job
+            self._queue.append(job)
+            self._start_ready()
+            self._ensure_watcher()
+        return job
+
+    def stop(self, job: Job) -> None:
+        job.stop_event.set()
+        with self._lock:
+            if job in self._queue:
+                self._queue.remove(job)
+                self._finish(job, "stopped")
+
+    def position(self, job: Job) -> int:
+        """0 when training or done, else its place in the queue (1 = next)."""
+        with self._lock:
+            return self._queue.index(job) + 1 if job in self._queue else 0
+
+    @property
+    def training(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    # ---- the machinery (callers hold self._lock) ---------------------------------------------------
+    def _start_ready(self) -> None:
+        while self._queue and len(self._running) < self.slots:
+            job = self._queue.popleft()
+            job.state = "training"
+            self._running.add(job)
+            threading.Thread(target=self._train, args=(job,), name=f"lab-{job.id}", daemon=True).start()
+
+    def _finish(self, job: Job, ended: str) -> None:
+        job.state, job.ended = "done", job.ended or ended
+        self._running.discard(job)
+        if self._by_owner.get(job.owner) is job:      # only live jobs are tracked here
+            del self._by_owner[job.owner]
+
+    def _train(self, job: Job) -> None:
+        ended = "failed"
+        try:
+            job.run = self.make_run(job.settings)
+            ended = job.run.train(should_stop=self._stopper(job))
+            if ended == "stopped" and not job.stop_event.is_set():
+                ended = "left"                               # the owner's session is gone
+        except Exception as exc:   # noqa: BLE001 - a failed run is reported to its owner, not raised
+            job.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        finally:
+            with self._lock:
+                self._finish(job, ended)
+                self._start_ready()
+
+    def _stopper(self, job: Job) -> Callable[[], bool]:
+        last = [time.monotonic()]
+
+        def should_stop() -> bool:
+            if job.stop_event.is_set():
+                return True
+            if time.monotonic() - last[0] >= ALIVE_CHECK_S:
+                last[0] = time.monotonic()
+                return not self.alive(job.owner)
+            return False
+        return should_stop
+
+    def _ensure_watcher(self) -> None:
+        """A thread that drops queued jobs whose owners left (so they do not hold the queue)."""
+        if self._watcher is None or not self._watcher.is_alive():
+            self._watcher = threading.Thread(target=self._watch, name="lab-queue-watch", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(ALIVE_CHECK_S)
+            with self._lock:
+                for job in [j for j in self._queue if not self.alive(j.owner)]:
+                    self._queue.remove(job)
+                    self._finish(job, "left")
+                if not self._queue:
+                    self._watcher = None
+                    return

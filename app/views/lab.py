@@ -1,0 +1,293 @@
+"""Training lab: train a small Transformer live on a generated task, watch its attention
+form, switch off a part of the paper and see what breaks; then decode with it, save it.
+
+The run itself belongs to app/lab_jobs.py (off the script thread, K at once per server);
+this page only draws its settings, its progress and its results. The session's job is
+kept in session state under JOB: a rerun finds it again instead of starting another.
+"""
+from __future__ import annotations
+
+import io
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from app import figures, resources, state
+from app.context import Context
+from app.lab_jobs import Job
+from app.settings import (LAB_D_FF, LAB_D_MODEL, LAB_HEADS, LAB_LAYERS, LAB_LENGTHS, LAB_SAVE_NAME, LAB_SEED,
+                          LAB_SMOOTHING, LAB_SNAPSHOT, LAB_STEPS, LAB_SWITCHES, LAB_SYMBOLS, LAB_TASK, LAB_TEACHER,
+                          LAB_TEXT, LAB_WARMUP, radio, range_slider, selectbox, slider, text_input, toggle)
+from app.ui import chart
+from app.views import stepper
+from model import tasks
+from model.lab import LabRun, LabSettings, Snapshot
+from model.pipeline import InputError, explain
+from model.tasks import TaskSpec
+
+JOB = "lab_job"
+# What happens without each part: written from the measurements in BENCHMARKS.md ("Training lab").
+PREDICTIONS = {
+    "positional_encoding": ("Positional encoding", "Without it the model sees a bag of letters: it cannot know "
+                            "which one came last, and reverse stays near 0 % whole-sequence accuracy."),
+    "scale_attention": ("Scale scores by 1/√d_k", "Without it the scores grow with d_k, the softmax saturates and "
+                        "gradients vanish: learning is slower and less steady."),
+    "causal_mask": ("Causal mask while training", "Without it the decoder peeks at the next reference token: the "
+                    "training loss falls lower than with the mask, yet decoding alone, with nothing to peek at, fails."),
+    "residual": ("Residual connections", "Without them every layer must carry the whole signal through itself: "
+                 "the stack trains slowly or not at all."),
+}
+OTHER = {
+    "smoothing": "Label smoothing 0.1 spreads 10 % of each target's probability over the vocabulary: the loss "
+                 "cannot fall below about 0.6, and the model is less over-confident.",
+    "warmup": "Warm-up raises the learning rate slowly over the first steps: without it the first, large Adam "
+              "steps on random weights can throw a post-norm Transformer off course.",
+    "teacher": "Teacher forcing feeds the decoder the reference. Off, it is fed its own greedy guesses (no "
+               "gradient through them), wrong at first: learning starts from noise.",
+}
+
+
+def render(ctx: Context) -> None:
+    st.header("Training lab")
+    st.caption("Train a small Transformer, the same model and the same training step as the shipped ones, on a "
+               "task made up in code. Watch the held-out accuracy rise and the attention form; then switch off "
+               "one part of the paper and train again to see what that part is for.")
+    job: Job | None = st.session_state.get(JOB)
+    busy = job is not None and job.active
+    lab = _settings_ui(disabled=busy)
+    _buttons(lab, job)
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    st.fragment(_live, run_every=1.0 if job.active else None)(ctx, job)
+    if not job.active and job.run is not None and job.run.history:
+        _afterwards(ctx, job)
+
+
+# ---- the settings ------------------------------------------------------------------------------
+def _settings_ui(disabled: bool) -> LabSettings:
+    c = st.columns(3)
+    with c[0]:
+        st.markdown("**Task**")
+        name = selectbox(st, LAB_TASK, "Task", list(tasks.TASKS), disabled=disabled,
+                         format_func=lambda n: f"{n}: {tasks.TASKS[n].example}")
+        letters = name != "dates"
+        lo, hi = range_slider(st, LAB_LENGTHS, "Sequence length", disabled=disabled or not letters)
+        symbols = slider(st, LAB_SYMBOLS, "Symbols (letters a, b, c, ...)", disabled=disabled or not letters)
+        st.caption(tasks.TASKS[name].describe + ("" if letters else " (years 1950-2049)") + ".")
+    with c[1]:
+        st.markdown("**Model**")
+        d_model = selectbox(st, LAB_D_MODEL, "d_model", LAB_D_MODEL.choices, disabled=disabled)
+        heads = selectbox(st, LAB_HEADS, "Heads", [h for h in LAB_HEADS.choices if d_model % h == 0 and d_model // h >= 2],
+                          disabled=disabled)
+        layers = slider(st, LAB_LAYERS, "Layers per stack", disabled=disabled)
+        d_ff = selectbox(st, LAB_D_FF, "d_ff", LAB_D_FF.choices, disabled=disabled)
+        steps = slider(st, LAB_STEPS, "At most this many steps", step=50, disabled=disabled)
+        seed = slider(st, LAB_SEED, "Seed", bounds=(0, 99), disabled=disabled)
+    with c[2]:
+        st.markdown("**The paper's parts** (switch one off)")
+        switches = {name: toggle(st, LAB_SWITCHES[name], label, help=prediction, disabled=disabled)
+                    for name, (label, prediction) in PREDICTIONS.items()}
+        smoothing = radio(st, LAB_SMOOTHING, "Label smoothing", horizontal=True, help=OTHER["smoothing"],
+                          disabled=disabled)
+        warmup = toggle(st, LAB_WARMUP, "Learning-rate warm-up", help=OTHER["warmup"], disabled=disabled)
+        teacher = toggle(st, LAB_TEACHER, "Teacher forcing", help=OTHER["teacher"], disabled=disabled)
+    for part, on in switches.items():
+        if not on:
+            st.info(f"**{PREDICTIONS[part][0]} off.** {PREDICTIONS[part][1]}")
+    for flag, key in ((warmup, "warmup"), (teacher, "teacher")):
+        if not flag:
+            st.info(OTHER[key])
+    spec = TaskSpec(name, lo, hi, symbols)
+    return LabSettings(task=spec, d_model=d_model, n_heads=heads, n_layers=layers, d_ff=d_ff, label_smoothing=smoothing,
+                       warmup=warmup, teacher_forcing=teacher, max_steps=steps, seed=seed,
+                       time_cap_s=resources.LAB_MAX_SECONDS, **switches)
+
+
+def _buttons(lab: LabSettings, job: Job | None) -> None:
+    busy = job is not None and job.active
+    c = st.columns([1, 1, 4])
+    if c[0].button("Train", key="lab_train", type="primary", icon=":material/play_arrow:", disabled=busy):
+        st.session_state[JOB] = resources.lab_scheduler().submit(_session_id(), lab)
+        state.put(LAB_SNAPSHOT.name, -1)
+    if c[1].button("Stop", key="lab_stop", icon=":material/stop:", disabled=not busy):
+        resources.lab_scheduler().stop(job)
+    c[2].caption(f"Each run stops by itself at 100 % held-out accuracy, at its step limit, or after "
+                 f"{resources.LAB_MAX_SECONDS:.0f} s; closing the tab stops it too.")
+
+
+def _session_id() -> str:
+    run_ctx = get_script_run_ctx()
+    return run_ctx.session_id if run_ctx is not None else "local"
+
+
+# ---- while it trains (a fragment that reruns every second) ---------------------------------------
+def _live(ctx: Context, job: Job) -> None:
+    run = job.run
+    if job.state == "queued":
+        sched = resources.lab_scheduler()
+        st.info(f"Waiting for a free training slot: you are number {sched.position(job)} in the queue "
+                f"({sched.training} training now). Your run starts by itself.", icon=":material/hourglass_top:")
+        return
+    if job.error:
+        st.error(f"The run failed: {job.error}")
+        return
+    if run is None:
+        st.info("Starting…")
+        return
+    _progress(job, run)
+    if run.history:
+        _curves(ctx, run)
+        if job.active:                   # afterwards, the replay below shows any step's
+            _attention(ctx, run, run.snapshots[-1])
+    if not job.active and st.session_state.get("lab_shown_done") != job.id:
+        st.session_state["lab_shown_done"] = job.id
+        st.rerun()                       # the whole page: the settings unlock, the results appear
+
+
+ENDINGS = {"reached": "reached 100 % held-out accuracy", "steps": "reached its step limit",
+           "time": "reached the time limit", "stopped": "was stopped", "left": "ended (the tab was closed)",
+           "diverged": "diverged (the loss became NaN)", "failed": "failed"}
+
+
+def _progress(job: Job, run: LabRun) -> None:
+    s, last = run.settings, (run.history[-1] if run.history else None)
+    acc = "" if last is None else f" · held-out whole-sequence accuracy {last.seq_acc:.0%}"
+    text = f"step {run.step} of {s.max_steps} · {run.seconds:.0f} s of at most {s.time_cap_s:.0f} s{acc}"
+    fraction = min(1.0, max(run.step / s.max_steps, run.seconds / s.time_cap_s))
+    if job.active:
+        st.progress(fraction, text=f"Training: {text}")
+    else:
+        st.success(f"The run {ENDINGS.get(job.ended or '', job.ended)}: {text}.")
+
+
+def _curves(ctx: Context, run: LabRun) -> None:
+    h = list(run.history)
+    fig = figures.lab_curves([p.step for p in h], [p.train_loss for p in h], [p.heldout_loss for p in h],
+                             [p.token_acc for p in h], [p.seq_acc for p in h], font_size=ctx.settings.font_size)
+    chart(st, fig, key="lab_curves", settings=ctx.settings)
+
+
+def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
+    """The watched example's attention at one snapshot: cross-attention first (the alignment)."""
+    src, dec = run.tokens(run.example)
+    st.markdown(f"**Attention of one held-out example** at step {snap.step}: "
+                f"`{tasks.text(run.example[0])}` → `{tasks.text(run.example[1])}`")
+    mean = snap.attention["decoder.cross_attn"][-1].mean(axis=0)                  # (T, S)
+    left, right = st.columns([2, 3])
+    chart(left, figures.attention_heatmap(mean, dec, src, title="cross-attention, last layer, mean of the heads",
+                                          row_title="decoder input", col_title="source",
+                                          colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size),
+          key="lab_cross_mean", settings=ctx.settings)
+    tabs = right.tabs(["cross-attention", "decoder self-attention", "encoder self-attention"])
+    for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
+                                     (dec, dec, src), (src, dec, src)):
+        grid = figures.attention_grid(snap.attention[name], rows, cols, colorscale=ctx.settings.colorscale,
+                                      font_size=ctx.settings.font_size)
+        chart(tab, grid, key=f"lab_grid_{name}", settings=ctx.settings)
+
+
+# ---- afterwards ---------------------------------------------------------------------------------
+def _afterwards(ctx: Context, job: Job) -> None:
+    run = job.run
+    st.subheader("Replay the training")
+    steps = [s.step for s in run.snapshots]
+    state.restore(LAB_SNAPSHOT.name, steps[-1], lambda v: v if v in steps else steps[-1])
+    chosen = state.remember(LAB_SNAPSHOT.name, st.select_slider("Attention at step", steps, key=LAB_SNAPSHOT.name))
+    _attention(ctx, run, run.snapshots[steps.index(chosen)])
+    _decode(ctx, job)
+    _save(job)
+
+
+class LabContext(Context):
+    """A Context over a lab model, which is in no checkpoint directory: its figures are
+    cached under the job's id, and its extra decodings computed directly."""
+
+    def __init__(self, checkpoint, settings, text, explanation, key: str) -> None:
+        super().__init__(checkpoint, settings, text, explanation)
+        self.key = key
+
+    @property
+    def path(self) -> str:
+        return self.key
+
+    @property
+    def greedy(self):
+        from app.context import greedy_options
+        return explain(self.checkpoint, self.explanation.text, greedy_options(self.settings.opts))
+
+
+def _decode(ctx: Context, job: Job) -> None:
+    st.subheader("Decode with it, step by step")
+    run = job.run
+    text = text_input(st, LAB_TEXT, "Input (words separated by spaces)", default=tasks.text(run.example[0]))
+    text = tasks.normalise(run.settings.task, text)
+    ckpt = _lab_checkpoint(job)
+    try:
+        ex = _explained(job, ckpt, text, ctx.settings.opts)
+    except InputError as exc:
+        st.warning(str(exc))
+        return
+    unknown = [w for w, i in zip(text.split(), ckpt.src_tokenizer.encode(text)) if i == ckpt.config.unk_id]
+    if unknown:
+        st.warning(f"Not in this task's vocabulary (read as <unk>): {', '.join(unknown)}")
+    st.markdown(f"**Output** ({ctx.settings.opts.method}, the sidebar's choice): `{ex.output or '(nothing)'}`")
+    stepper.stepping(LabContext(ckpt, ctx.settings, text, ex, key=f"lab:{job.id}"))
+
+
+def _lab_checkpoint(job: Job):
+    cached = st.session_state.get("lab_ckpt")
+    if cached is None or cached[0] != job.id:
+        cached = (job.id, job.run.checkpoint(), {})
+        st.session_state["lab_ckpt"] = cached
+    return cached[1]
+
+
+def _explained(job: Job, ckpt, text: str, opts):
+    memo = st.session_state["lab_ckpt"][2]
+    if (text, opts) not in memo:
+        memo.clear()
+        memo[(text, opts)] = explain(ckpt, text, opts)
+    return memo[(text, opts)]
+
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _save(job: Job) -> None:
+    st.subheader("Keep it")
+    run = job.run
+    c = st.columns([2, 1, 1])
+    name = text_input(c[0], LAB_SAVE_NAME, "Checkpoint name", default=f"lab-{run.settings.task.name}-{job.id[:6]}")
+    if c[1].button("Save to checkpoints/", key="lab_save", icon=":material/save:"):
+        _save_as(run, name)
+    c[2].download_button("Download (.zip)", data=lambda: _zipped(run, name or "lab-model"), file_name=f"{name or 'lab-model'}.zip",
+                         mime="application/zip", key="lab_download", icon=":material/download:", on_click="ignore")
+
+
+def _save_as(run: LabRun, name: str) -> None:
+    if not NAME.match(name or ""):
+        st.error("A checkpoint name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+        return
+    target = resources.checkpoints_dir() / name
+    if target.exists():
+        st.error(f"`{name}` exists already: choose another name.")
+        return
+    run.save(target)
+    st.success(f"Saved as `{name}`: choose it in the sidebar's checkpoint list and every page opens it.")
+
+
+def _zipped(run: LabRun, name: str) -> bytes:
+    """The checkpoint directory `name`, zipped (built when the button is clicked)."""
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = run.save(Path(tmp) / (name if NAME.match(name) else "lab-model"))
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(directory.iterdir()):
+                zf.write(f, f"{directory.name}/{f.name}")
+    return buffer.getvalue()
+
