@@ -7,19 +7,57 @@ again while one is queued or training returns that job, so a rerun never starts 
 one. A job ends by reaching its goal, its step limit or its time cap, by `stop()`, or when
 its owner's session is gone (the tab was closed): `alive(owner)` is asked about twice a
 second while it waits and while it trains.
+
+Several app processes on one machine (`make serve`) share its cores: given `MachineSlots`
+(one lock file per slot in a directory they all see), a job also needs one of those
+machine-wide slots to start, so at most K runs train on the machine at once.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
 
 from model.lab import LabRun, LabSettings
 
 ALIVE_CHECK_S = 0.5
+
+
+class MachineSlots:
+    """K training slots shared by every process on this machine: slot i is held by whoever
+    holds an exclusive lock on `directory/slot-i.lock` (released by the OS if it dies)."""
+
+    def __init__(self, directory: str | Path, slots: int) -> None:
+        self.directory, self.slots = Path(directory), slots
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def try_acquire(self) -> IO | None:
+        for i in range(self.slots):
+            handle = open(self.directory / f"slot-{i}.lock", "a")   # noqa: SIM115 - held until release()
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return handle
+            except BlockingIOError:
+                handle.close()
+        return None
+
+    @staticmethod
+    def release(handle: IO) -> None:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def machine_slots_from_env(slots: int) -> MachineSlots | None:
+    """$TRANSFORMER_LAB_LOCKS names the shared directory (set by deploy/serve.py)."""
+    directory = os.environ.get("TRANSFORMER_LAB_LOCKS")
+    return MachineSlots(directory, slots) if directory else None
 
 
 @dataclass(eq=False)
@@ -32,6 +70,7 @@ class Job:
     error: str | None = None           # why it failed, in one line
     ended: str | None = None           # LabRun status at the end, or "left" / "stopped" while queued
     stop_event: threading.Event = field(default_factory=threading.Event)
+    slot: IO | None = field(default=None, repr=False)   # the machine-wide slot it holds
 
     @property
     def active(self) -> bool:
@@ -40,10 +79,10 @@ class Job:
 
 class Scheduler:
     def __init__(self, slots: int = 1, alive: Callable[[str], bool] = lambda owner: True,
-                 make_run: Callable[[LabSettings], LabRun] = LabRun) -> None:
+                 make_run: Callable[[LabSettings], LabRun] = LabRun, machine: MachineSlots | None = None) -> None:
         if slots < 1:
             raise ValueError("at least one training slot")
-        self.slots, self.alive, self.make_run = slots, alive, make_run
+        self.slots, self.alive, self.make_run, self.machine = slots, alive, make_run, machine
         self._lock = threading.Lock()
         self._queue: deque[Job] = deque()
         self._running: set[Job] = set()
@@ -89,6 +128,10 @@ class Scheduler:
     # ---- the machinery (callers hold self._lock) ---------------------------------------------------
     def _start_ready(self) -> None:
         while self._queue and len(self._running) < self.slots:
+            if self.machine is not None:
+                self._queue[0].slot = self.machine.try_acquire()
+                if self._queue[0].slot is None:
+                    return                                   # another process trains: the watcher retries
             job = self._queue.popleft()
             job.state = "training"
             self._running.add(job)
@@ -97,6 +140,9 @@ class Scheduler:
     def _finish(self, job: Job, ended: str) -> None:
         job.state, job.ended = "done", job.ended or ended
         self._running.discard(job)
+        if job.slot is not None:
+            MachineSlots.release(job.slot)
+            job.slot = None
         if self._by_owner.get(job.owner) is job:      # only live jobs are tracked here
             del self._by_owner[job.owner]
 
@@ -127,18 +173,19 @@ class Scheduler:
         return should_stop
 
     def _ensure_watcher(self) -> None:
-        """A thread that drops queued jobs whose owners left (so they do not hold the queue)."""
         if self._watcher is None or not self._watcher.is_alive():
             self._watcher = threading.Thread(target=self._watch, name="lab-queue-watch", daemon=True)
             self._watcher.start()
 
     def _watch(self) -> None:
+        """While jobs wait: drop those whose owners left, and retry machine-wide slots."""
         while True:
             time.sleep(ALIVE_CHECK_S)
             with self._lock:
                 for job in [j for j in self._queue if not self.alive(j.owner)]:
                     self._queue.remove(job)
                     self._finish(job, "left")
+                self._start_ready()
                 if not self._queue:
                     self._watcher = None
                     return

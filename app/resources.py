@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from app.lab_jobs import Scheduler
+from app.lab_jobs import Scheduler, machine_slots_from_env
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import Explanation, encoder_trace, explain
@@ -85,6 +85,7 @@ def session_alive(session_id: str) -> bool:
 @st.cache_resource(show_spinner=False)
 def lab_scheduler() -> Scheduler:
     """The process's training-lab scheduler: at most LAB_SLOTS runs train at once
-    ($TRANSFORMER_LAB_SLOTS; default one per two cores), the others queue."""
+    ($TRANSFORMER_LAB_SLOTS; default one per two cores), the others queue. Under
+    `make serve` the limit holds for the machine ($TRANSFORMER_LAB_LOCKS)."""
     _configure_threads()
-    return Scheduler(LAB_SLOTS, alive=session_alive)
+    return Scheduler(LAB_SLOTS, alive=session_alive, machine=machine_slots_from_env(LAB_SLOTS))

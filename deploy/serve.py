@@ -102,7 +102,9 @@ class Launcher:
         self.ports = [args.first_port + i for i in range(args.processes)]
         self.apps: dict[int, subprocess.Popen] = {}
         self.proxy: subprocess.Popen | None = None
-        self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // args.processes))}
+        # the training lab: one run per two cores on this machine, whichever process it is in
+        self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // args.processes)),
+                    "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-")}
         self.stopping = False
 
     def backends(self) -> list[Backend]:

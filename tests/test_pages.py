@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.cursor import StepCursor
 from app.links import current, linked_step, parse
-from app.pages import PAGES
+from app.pages import BY_SLUG, PAGES
 from app.settings import LINKED
 from tests.conftest import ROOT
 from tests.test_app import APP, goto, page_of
@@ -55,7 +55,12 @@ def at(app_checkpoints, monkeypatch):
 
 
 def prepare(at: AppTest) -> str:
-    """A typed sentence, layer 1 / head 2, and step 2 of the step page; returns the translation."""
+    """A typed sentence, layer 1 / head 2, a lab set up for sort without positional
+    encoding, and step 2 of the step page; returns the translation."""
+    goto(at, "lab")
+    at.selectbox(key="lab_task").set_value("sort").run()
+    at.toggle(key="lab_positional_encoding").set_value(False).run()
+    goto(at, "explore")
     at.text_input(key="text").set_value(SENTENCE).run()
     at.selectbox(key="layer").set_value(1).run()
     at.selectbox(key="head").set_value(2).run()
@@ -69,9 +74,11 @@ def prepare(at: AppTest) -> str:
 def check_page(at: AppTest, slug: str, translation: str) -> None:
     assert not at.exception, at.exception
     assert page_of(at) == slug
-    if slug != "card":
+    if BY_SLUG[slug].takes_sentence:
         assert at.text_input(key="text").value == SENTENCE
         assert translation_of(at) == translation
+    if slug == "lab":
+        assert at.selectbox(key="lab_task").value == "sort" and at.toggle(key="lab_positional_encoding").value is False
     if slug in LAYER_PAGES:
         assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (1, 2)
     if slug == "step":

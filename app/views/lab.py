@@ -19,9 +19,30 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from app import figures, resources, state
 from app.context import Context
 from app.lab_jobs import Job
-from app.settings import (LAB_D_FF, LAB_D_MODEL, LAB_HEADS, LAB_LAYERS, LAB_LENGTHS, LAB_SAVE_NAME, LAB_SEED,
-                          LAB_SMOOTHING, LAB_SNAPSHOT, LAB_STEPS, LAB_SWITCHES, LAB_SYMBOLS, LAB_TASK, LAB_TEACHER,
-                          LAB_TEXT, LAB_WARMUP, radio, range_slider, selectbox, slider, text_input, toggle)
+from app.settings import (
+    LAB_D_FF,
+    LAB_D_MODEL,
+    LAB_HEADS,
+    LAB_LAYERS,
+    LAB_LENGTHS,
+    LAB_SAVE_NAME,
+    LAB_SEED,
+    LAB_SMOOTHING,
+    LAB_SNAPSHOT,
+    LAB_STEPS,
+    LAB_SWITCHES,
+    LAB_SYMBOLS,
+    LAB_TASK,
+    LAB_TEACHER,
+    LAB_TEXT,
+    LAB_WARMUP,
+    radio,
+    range_slider,
+    selectbox,
+    slider,
+    text_input,
+    toggle,
+)
 from app.ui import chart
 from app.views import stepper
 from model import tasks
@@ -36,8 +57,9 @@ PREDICTIONS = {
                             "which one came last, and reverse stays near 0 % whole-sequence accuracy."),
     "scale_attention": ("Scale scores by 1/√d_k", "Without it the scores grow with d_k, the softmax saturates and "
                         "gradients vanish: learning is slower and less steady."),
-    "causal_mask": ("Causal mask while training", "Without it the decoder peeks at the next reference token: the "
-                    "training loss falls lower than with the mask, yet decoding alone, with nothing to peek at, fails."),
+    "causal_mask": ("Causal mask while training", "Without it the decoder peeks at the next reference token: "
+                    "the training loss falls lower than with the mask, yet decoding alone, with nothing to "
+                    "peek at, fails."),
     "residual": ("Residual connections", "Without them every layer must carry the whole signal through itself: "
                  "the stack trains slowly or not at all."),
 }
@@ -60,7 +82,6 @@ def render(ctx: Context) -> None:
     busy = job is not None and job.active
     lab = _settings_ui(disabled=busy)
     _buttons(lab, job)
-    job = st.session_state.get(JOB)
     if job is None:
         return
     st.fragment(_live, run_every=1.0 if job.active else None)(ctx, job)
@@ -82,8 +103,8 @@ def _settings_ui(disabled: bool) -> LabSettings:
     with c[1]:
         st.markdown("**Model**")
         d_model = selectbox(st, LAB_D_MODEL, "d_model", LAB_D_MODEL.choices, disabled=disabled)
-        heads = selectbox(st, LAB_HEADS, "Heads", [h for h in LAB_HEADS.choices if d_model % h == 0 and d_model // h >= 2],
-                          disabled=disabled)
+        fitting = [h for h in LAB_HEADS.choices if d_model % h == 0 and d_model // h >= 2]
+        heads = selectbox(st, LAB_HEADS, "Heads", fitting, disabled=disabled)
         layers = slider(st, LAB_LAYERS, "Layers per stack", disabled=disabled)
         d_ff = selectbox(st, LAB_D_FF, "d_ff", LAB_D_FF.choices, disabled=disabled)
         steps = slider(st, LAB_STEPS, "At most this many steps", step=50, disabled=disabled)
@@ -109,15 +130,25 @@ def _settings_ui(disabled: bool) -> LabSettings:
 
 
 def _buttons(lab: LabSettings, job: Job | None) -> None:
+    """Train / Stop act in callbacks, before the page is drawn, so every disabled state is current."""
     busy = job is not None and job.active
     c = st.columns([1, 1, 4])
-    if c[0].button("Train", key="lab_train", type="primary", icon=":material/play_arrow:", disabled=busy):
-        st.session_state[JOB] = resources.lab_scheduler().submit(_session_id(), lab)
-        state.put(LAB_SNAPSHOT.name, -1)
-    if c[1].button("Stop", key="lab_stop", icon=":material/stop:", disabled=not busy):
-        resources.lab_scheduler().stop(job)
+    c[0].button("Train", key="lab_train", type="primary", icon=":material/play_arrow:", disabled=busy,
+                on_click=_start, args=(lab,))
+    c[1].button("Stop", key="lab_stop", icon=":material/stop:", disabled=not busy, on_click=_stop)
     c[2].caption(f"Each run stops by itself at 100 % held-out accuracy, at its step limit, or after "
                  f"{resources.LAB_MAX_SECONDS:.0f} s; closing the tab stops it too.")
+
+
+def _start(lab: LabSettings) -> None:
+    st.session_state[JOB] = resources.lab_scheduler().submit(_session_id(), lab)
+    state.put(LAB_SNAPSHOT.name, -1)
+
+
+def _stop() -> None:
+    job = st.session_state.get(JOB)
+    if job is not None:
+        resources.lab_scheduler().stop(job)
 
 
 def _session_id() -> str:
@@ -265,7 +296,8 @@ def _save(job: Job) -> None:
     name = text_input(c[0], LAB_SAVE_NAME, "Checkpoint name", default=f"lab-{run.settings.task.name}-{job.id[:6]}")
     if c[1].button("Save to checkpoints/", key="lab_save", icon=":material/save:"):
         _save_as(run, name)
-    c[2].download_button("Download (.zip)", data=lambda: _zipped(run, name or "lab-model"), file_name=f"{name or 'lab-model'}.zip",
+    file = name or "lab-model"
+    c[2].download_button("Download (.zip)", data=lambda: _zipped(run, file), file_name=f"{file}.zip",
                          mime="application/zip", key="lab_download", icon=":material/download:", on_click="ignore")
 
 

@@ -1,0 +1,92 @@
+"""The training lab in a real headless Chromium: train the default task and see the curve
+and the reverse alignment; one training slot: a second tab waits in the queue and starts
+when the first tab is closed. Screenshots go to test-artifacts/."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import CHROMIUM, ROOT, wait_healthy
+from tests.test_e2e import ARTIFACTS, free_port, no_errors, settle
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed "
+                                 "(apt-get install -y chromium)")]
+
+
+@pytest.fixture(scope="module")
+def lab_server(app_checkpoints):
+    port = free_port()
+    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints), "TRANSFORMER_LAB_SLOTS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                             "--server.headless", "true", "--server.port", str(port), "--server.address",
+                             "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc, timeout=60)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def open_lab(browser, url: str):
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(f"{url}/lab")
+    page.wait_for_selector(".st-key-lab_train button", timeout=90_000)
+    settle(page)
+    return page
+
+
+def figure_z(page, key: str) -> np.ndarray:
+    """The z matrix of the first heatmap of the plotly chart drawn under widget key `key`."""
+    data = page.evaluate(f"""() => {{
+        const el = document.querySelector('.st-key-{key} .js-plotly-plot') ||
+                   [...document.querySelectorAll('.js-plotly-plot')].find(p => p.closest('[class*="st-key-{key}"]'));
+        return JSON.stringify(el.data[0].z);
+    }}""")
+    return np.array(json.loads(data), dtype=float)
+
+
+def test_train_the_default_task_and_see_the_alignment_form(lab_server, browser):
+    page = open_lab(browser, lab_server)
+    page.locator(".st-key-lab_train button").click()
+    page.get_by_text("Training: step", exact=False).first.wait_for(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "lab-training.png"), full_page=True)
+    page.get_by_text("reached 100 % held-out accuracy", exact=False).wait_for(timeout=150_000)
+    settle(page)
+    no_errors(page)
+    assert page.locator(".st-key-lab_curves .js-plotly-plot").count() == 1
+    seq_acc = page.evaluate("() => document.querySelector('.st-key-lab_curves .js-plotly-plot').data[3].y")
+    assert seq_acc[0] < 0.05 and seq_acc[-1] == 1.0
+    cross = figure_z(page, "lab_cross_mean")                    # (T, S): decoder input x source (with </s>)
+    n = cross.shape[1] - 1
+    assert [int(cross[i, :n].argmax()) for i in range(n)] == list(range(n - 1, -1, -1))   # the anti-diagonal
+    page.locator(".st-key-lab_text input").wait_for()
+    assert "Step 0" in page.inner_text("body")
+    page.screenshot(path=str(ARTIFACTS / "lab-trained.png"), full_page=True)
+
+
+def test_one_slot_a_second_tab_queues_and_starts_when_the_first_closes(lab_server, browser):
+    first = open_lab(browser, lab_server)
+    first.locator(".st-key-lab_positional_encoding label").click()      # never reaches 100 %: it keeps training
+    settle(first)
+    first.locator(".st-key-lab_train button").click()
+    first.get_by_text("Training: step", exact=False).first.wait_for(timeout=30_000)
+    second = open_lab(browser, lab_server)
+    second.locator(".st-key-lab_train button").click()
+    second.get_by_text("you are number 1 in the queue", exact=False).wait_for(timeout=15_000)
+    second.screenshot(path=str(ARTIFACTS / "lab-queued.png"), full_page=False)
+    closed = time.monotonic()
+    first.close()
+    second.get_by_text("Training: step", exact=False).first.wait_for(timeout=15_000)
+    assert time.monotonic() - closed < 8                           # the closed tab's run stopped within seconds
+    second.locator(".st-key-lab_stop button").click()
+    second.get_by_text("The run was stopped", exact=False).wait_for(timeout=15_000)
+    settle(second)
+    no_errors(second)
