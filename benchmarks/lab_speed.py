@@ -70,7 +70,8 @@ def report(name: str, outcomes: list[Outcome]) -> str:
         at = [o.loss_at[step] for o in outcomes if step in o.loss_at]
         losses.append(f"{statistics.median(at):.3f}" if len(at) == len(outcomes) else "-")
     cells = [name, _median([o.seconds_to_99 for o in outcomes]), _median([o.steps_to_99 for o in outcomes])]
-    cells += [f"{statistics.median(getattr(o, f) for o in outcomes):.1%}" for f in ("best_seq", "final_seq", "final_token")]
+    for f in ("best_seq", "final_seq", "final_token"):
+        cells.append(f"{statistics.median(getattr(o, f) for o in outcomes):.1%}")
     return "| " + " | ".join(cells + losses) + " |"
 
 
