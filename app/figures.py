@@ -544,7 +544,7 @@ def lab_curves(steps: Sequence[int], train_loss: Sequence[float], heldout_loss: 
                                line=dict(dash=dash)) for _, name, values, dash in lines],
                    rows=[1] * len(lines), cols=[col for col, *_ in lines])
     fig.update_xaxes(title="step")
-    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(type="log", dtick="D2", row=1, col=1)      # labels at 1, 2, 5 of each decade
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font_size),
                       legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0))

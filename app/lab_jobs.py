@@ -1,6 +1,13 @@
 """Training-lab runs off the script thread: at most `slots` at once per server process,
 the others wait in a first-come queue.
 
+Each run trains in a child process (`train_in_process`): its own interpreter, so the
+training loop's Python never holds the server's GIL while students click, and its own
+torch threads (LAB_THREADS). The server keeps a mirror `LabRun` of it (same tokenizer,
+held-out examples and watched example, built from the same seed) whose history, snapshots
+and progress follow the child's messages, and which receives the trained weights at the
+end. Tests may pass another runner (a function that trains a job in the calling thread).
+
 One `Scheduler` per process (app/resources.py caches it). A session holds its own `Job`
 (in its session state, so no other session can reach it) and at most one live job: asking
 again while one is queued or training returns that job, so a rerun never starts a second
@@ -15,7 +22,9 @@ machine-wide slots to start, so at most K runs train on the machine at once.
 from __future__ import annotations
 
 import fcntl
+import multiprocessing
 import os
+import queue
 import threading
 import time
 import uuid
@@ -28,6 +37,9 @@ from typing import IO
 from model.lab import LabRun, LabSettings
 
 ALIVE_CHECK_S = 0.5
+PROGRESS_EVERY_S = 0.2
+# torch threads of a training process: leave the other cores to the server's pages
+LAB_THREADS = int(os.environ.get("TRANSFORMER_LAB_THREADS", 0)) or max(1, (os.cpu_count() or 2) // 2)
 
 
 class MachineSlots:
@@ -77,12 +89,84 @@ class Job:
         return self.state != "done"
 
 
+class TrainingFailed(RuntimeError):
+    """The training process reported an error or died; the message is for the student."""
+
+
+Runner = Callable[["Job", Callable[[], bool]], str]   # trains job (setting job.run); returns how it ended
+
+
+def train_in_process(job: "Job", should_stop: Callable[[], bool]) -> str:
+    """Train in a child process; job.run is the server's mirror of it."""
+    ctx = multiprocessing.get_context("spawn")             # no fork of a threaded server
+    inbox, stop = ctx.Queue(), ctx.Event()
+    job.run = LabRun(job.settings)
+    child = ctx.Process(target=child_main, args=(job.settings, inbox, stop, LAB_THREADS), daemon=True,
+                        name=f"lab-{job.id}")
+    child.start()
+    try:
+        return _follow(job.run, child, inbox, stop, should_stop)
+    finally:
+        stop.set()
+        child.join(timeout=5)
+        if child.is_alive():
+            child.kill()
+            child.join(timeout=5)
+
+
+def _follow(run: LabRun, child, inbox, stop, should_stop: Callable[[], bool]) -> str:
+    """Mirror the child's messages into `run` until it is done; pass a stop on to it."""
+    while True:
+        if should_stop():
+            stop.set()
+        try:
+            message = inbox.get(timeout=0.25)
+        except queue.Empty:
+            if not child.is_alive():
+                raise TrainingFailed(f"the training process ended unexpectedly (exit code {child.exitcode})") from None
+            continue
+        kind, *data = message
+        if kind == "progress":
+            run.step, run.seconds = data
+        elif kind == "point":
+            point, snapshot = data
+            run.history.append(point)
+            run.snapshots.append(snapshot)
+        elif kind == "done":
+            status, run.step, run.seconds, weights = data
+            run.load_weights(weights)
+            run.status = status
+            return status
+        else:
+            raise TrainingFailed(data[0])
+
+
+def child_main(settings: LabSettings, outbox, stop, threads: int) -> None:
+    """The training process: train, report progress, points and snapshots, then the weights."""
+    import torch
+    torch.set_num_threads(threads)
+    run = LabRun(settings)
+    last = [0.0]
+
+    def on_step(step: int, seconds: float) -> None:
+        if time.monotonic() - last[0] >= PROGRESS_EVERY_S:
+            last[0] = time.monotonic()
+            outbox.put(("progress", step, seconds))
+    try:
+        status = run.train(should_stop=stop.is_set, on_point=lambda p: outbox.put(("point", p, run.snapshots[-1])),
+                           on_step=on_step)
+    except Exception as exc:   # noqa: BLE001 - reported to the server, which reports it to the student
+        outbox.put(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    outbox.put(("done", status, run.step, run.seconds, run.weights()))
+
+
 class Scheduler:
     def __init__(self, slots: int = 1, alive: Callable[[str], bool] = lambda owner: True,
-                 make_run: Callable[[LabSettings], LabRun] = LabRun, machine: MachineSlots | None = None) -> None:
+                 runner: Runner = train_in_process, machine: MachineSlots | None = None) -> None:
         if slots < 1:
             raise ValueError("at least one training slot")
-        self.slots, self.alive, self.make_run, self.machine = slots, alive, make_run, machine
+        self.slots, self.alive, self.runner, self.machine = slots, alive, runner, machine
         self._lock = threading.Lock()
         self._queue: deque[Job] = deque()
         self._running: set[Job] = set()
@@ -149,12 +233,12 @@ class Scheduler:
     def _train(self, job: Job) -> None:
         ended = "failed"
         try:
-            job.run = self.make_run(job.settings)
-            ended = job.run.train(should_stop=self._stopper(job))
+            ended = self.runner(job, self._stopper(job))
             if ended == "stopped" and not job.stop_event.is_set():
                 ended = "left"                               # the owner's session is gone
         except Exception as exc:   # noqa: BLE001 - a failed run is reported to its owner, not raised
-            job.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            job.error = text if isinstance(exc, TrainingFailed) else f"{type(exc).__name__}: {text}"
         finally:
             with self._lock:
                 self._finish(job, ended)

@@ -22,6 +22,7 @@ import math
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -121,6 +122,7 @@ class Snapshot:
 class LabRun:
     def __init__(self, settings: LabSettings, device: str | torch.device = "cpu") -> None:
         self.settings = settings
+        self.uid = uuid.uuid4().hex                      # names this run in caches shared by sessions
         self.device = torch.device(device)
         self.tokenizer = tasks.tokenizer_for(settings.task)
         torch.manual_seed(settings.seed)
@@ -154,10 +156,12 @@ class LabRun:
 
     # ---- training --------------------------------------------------------------------------------
     def train(self, should_stop: Callable[[], bool] = lambda: False,
-              on_point: Callable[[Point], None] = lambda p: None) -> str:
+              on_point: Callable[[Point], None] = lambda p: None,
+              on_step: Callable[[int, float], None] = lambda step, seconds: None) -> str:
         """Train until the held-out accuracy reaches `stop_at`, `max_steps`, the time cap,
-        or should_stop() (checked after every step). Returns and sets `status`: reached,
-        steps, time, stopped, diverged."""
+        or should_stop() (checked after every step). on_point(point) follows each held-out
+        measurement (its snapshot is `snapshots[-1]`), on_step(step, seconds) each step.
+        Returns and sets `status`: reached, steps, time, stopped, diverged."""
         s = self.settings
         self.status = "training"
         if not self.history:
@@ -177,6 +181,7 @@ class LabRun:
                 break
             self.step += 1
             self.seconds = time.perf_counter() - started
+            on_step(self.step, self.seconds)
             losses.append(loss)
             if self.step % s.eval_every == 0:
                 self._measure(sum(losses) / len(losses), on_point)
@@ -245,6 +250,15 @@ class LabRun:
         return self.tokenizer.pieces(ex.src), self.tokenizer.pieces(ex.tgt[:-1])
 
     # ---- the result ------------------------------------------------------------------------------
+    def weights(self) -> dict[str, np.ndarray]:
+        """The parameters as plain arrays (to send to another process)."""
+        with self._lock:
+            return {k: v.detach().cpu().numpy().copy() for k, v in self.model.state_dict().items()}
+
+    def load_weights(self, weights: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            self.model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
+
     def checkpoint(self) -> Checkpoint:
         """A copy of the model as it is now (between two steps), in eval mode."""
         with self._lock:

@@ -226,6 +226,10 @@ class FakeRun:
                 FakeRun.now -= 1
 
 
+def fake_runner(job, should_stop):
+    return FakeRun(job.settings).train(should_stop)
+
+
 def _wait(condition, timeout=5.0):
     deadline = time.monotonic() + timeout
     while not condition():
@@ -235,7 +239,7 @@ def _wait(condition, timeout=5.0):
 
 def test_at_most_k_runs_train_and_the_rest_wait_in_order():
     FakeRun.most = 0
-    sched = Scheduler(slots=2, make_run=FakeRun)
+    sched = Scheduler(slots=2, runner=fake_runner)
     jobs = [sched.submit(f"s{i}", SMALL) for i in range(5)]
     _wait(lambda: sched.training == 2)
     assert [sched.position(j) for j in jobs] == [0, 0, 1, 2, 3]
@@ -256,7 +260,7 @@ def test_at_most_k_runs_train_and_the_rest_wait_in_order():
 
 def test_a_closed_tab_stops_its_run_and_leaves_the_queue():
     alive = {"a": True, "b": True, "c": True}
-    sched = Scheduler(slots=1, alive=lambda owner: alive[owner], make_run=FakeRun)
+    sched = Scheduler(slots=1, alive=lambda owner: alive[owner], runner=fake_runner)
     a, b, c = (sched.submit(o, SMALL) for o in "abc")
     _wait(lambda: a.state == "training")
     alive["b"] = False                                                 # b's tab closes while it waits
@@ -270,22 +274,44 @@ def test_a_closed_tab_stops_its_run_and_leaves_the_queue():
 
 
 def test_a_failing_run_is_reported_and_frees_its_slot():
-    def broken(settings):
+    def broken(job, should_stop):
         raise ValueError("no such thing\nsecond line")
-    sched = Scheduler(slots=1, make_run=broken)
+    sched = Scheduler(slots=1, runner=broken)
     job = sched.submit("x", SMALL)
     _wait(lambda: not job.active)
     assert job.error == "ValueError: no such thing" and job.ended == "failed" and sched.training == 0
 
 
-def test_runs_of_different_sessions_share_nothing():
-    sched = Scheduler(slots=2)
-    a = sched.submit("a", SMALL.changed(max_steps=20, seed=1))
-    b = sched.submit("b", SMALL.changed(max_steps=20, seed=2, task=TaskSpec("sort", 3, 5, 6)))
-    _wait(lambda: not a.active and not b.active, timeout=60)
+def test_runs_train_in_their_own_processes_and_share_nothing():
+    sched = Scheduler(slots=2)                                         # the app's runner: a child process each
+    a = sched.submit("a", SMALL.changed(max_steps=60, seed=1))
+    b = sched.submit("b", SMALL.changed(max_steps=60, seed=2, task=TaskSpec("sort", 3, 5, 6)))
+    _wait(lambda: not a.active and not b.active, timeout=90)
+    assert a.error is None and b.error is None and a.ended == b.ended == "steps"
     assert a.run is not b.run and a.run.model is not b.run.model
     assert a.run.settings.task.name == "reverse" and b.run.settings.task.name == "sort"
-    assert {p.step for p in a.run.history} == {0, 20} and a.ended == b.ended == "steps"
+    assert [p.step for p in a.run.history] == [0, 50, 60] and a.run.step == 60
+    for job in (a, b):                                   # the trained weights came back from the child
+        last = job.run.history[-1]
+        assert job.run.evaluate(job.run.heldout)[1:] == pytest.approx((last.token_acc, last.seq_acc))
+        assert job.run.history[0].seq_acc != last.seq_acc or last.token_acc != job.run.history[0].token_acc
+
+
+def test_a_stopped_process_run_ends_within_a_second():
+    sched = Scheduler(slots=1)
+    job = sched.submit("a", SMALL.changed(max_steps=100_000, stop_at=2.0))
+    _wait(lambda: job.run is not None and job.run.step > 0, timeout=60)
+    stopped = time.monotonic()
+    sched.stop(job)
+    _wait(lambda: not job.active, timeout=5)
+    assert time.monotonic() - stopped < 1.5 and job.ended == "stopped" and job.run.history[-1].step == job.run.step
+
+
+def test_an_error_in_the_training_process_reaches_its_owner():
+    sched = Scheduler(slots=1)
+    job = sched.submit("a", SMALL.changed(task=TaskSpec("reverse", 1, 1, 2), heldout=10))   # 2 sources, both held out
+    _wait(lambda: not job.active, timeout=60)
+    assert job.ended == "failed" and job.error == "ValueError: every possible source is held out: make the task larger"
 
 
 def test_training_examples_are_random_but_seeded():
@@ -299,7 +325,7 @@ def test_processes_sharing_the_machine_slots_train_one_at_a_time(tmp_path):
     """Two schedulers (as two app processes under make serve) with one machine-wide slot."""
     from app.lab_jobs import MachineSlots
     FakeRun.most = 0
-    first, second = (Scheduler(slots=1, make_run=FakeRun, machine=MachineSlots(tmp_path, 1)) for _ in range(2))
+    first, second = (Scheduler(slots=1, runner=fake_runner, machine=MachineSlots(tmp_path, 1)) for _ in range(2))
     a = first.submit("a", SMALL)
     _wait(lambda: a.state == "training")
     b = second.submit("b", SMALL)
@@ -310,3 +336,61 @@ def test_processes_sharing_the_machine_slots_train_one_at_a_time(tmp_path):
     second.stop(b)
     _wait(lambda: not b.active)
     assert FakeRun.most == 1
+
+
+# ---- the page -----------------------------------------------------------------------------------
+def test_the_lab_page_trains_replays_decodes_and_saves(app_checkpoints, tmp_path, monkeypatch):
+    import shutil
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app import APP, goto
+    root = tmp_path / "checkpoints"
+    shutil.copytree(app_checkpoints, root)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(root))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    goto(at, "lab")
+    assert not at.exception
+    for key, value in (("lab_d_model", 32), ("lab_heads", 2), ("lab_d_ff", 64)):
+        at.selectbox(key=key).set_value(value).run()
+    at.slider(key="lab_layers").set_value(1).run()
+    at.slider(key="lab_steps").set_value(100).run()
+    at.slider(key="lab_lengths").set_value((3, 5)).run()
+    at.button(key="lab_train").click().run()
+    assert at.button(key="lab_train").disabled and not at.button(key="lab_stop").disabled
+    assert at.selectbox(key="lab_d_model").disabled                   # settings locked while it trains
+    _wait(lambda: not at.session_state["lab_job"].active, timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    assert any("reached its step limit: step 100 of 100" in s.value for s in at.success)
+    job = at.session_state["lab_job"]
+    assert job.run.settings.d_model == 32 and job.run.cfg.n_encoder_layers == 1
+    assert at.select_slider(key="lab_snapshot").options == ["0", "50", "100"]
+    at.select_slider(key="lab_snapshot").set_value(50).run()
+    assert any("at step 50" in m.value for m in at.markdown)
+    assert any(m.value.startswith("**Step 0**") for m in at.markdown)       # the step-through view
+    at.text_input(key="lab_text").set_value("a b c").run()
+    assert not at.exception and any("**Output**" in m.value for m in at.markdown)
+    at.text_input(key="lab_save_name").set_value("lab-test").run()
+    at.button(key="lab_save").click().run()
+    assert (root / "lab-test" / "config.json").is_file() and any("Saved as" in s.value for s in at.success)
+    at.button(key="lab_save").click().run()
+    assert any("exists already" in e.value for e in at.error)
+    at.selectbox(key="checkpoint").set_value("lab-test").run()          # every other page opens it
+    goto(at, "explore")
+    at.text_input(key="text").set_value("a b c d").run()
+    assert not at.exception and len(at.get("plotly_chart")) > 0
+
+
+def test_the_download_is_a_loadable_checkpoint(tmp_path):
+    import io
+    import zipfile
+
+    from app.views.lab import _zipped
+    run = LabRun(SMALL.changed(max_steps=3))
+    run.train()
+    with zipfile.ZipFile(io.BytesIO(_zipped(run, "my-lab"))) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path)
+    assert {"my-lab/config.json", "my-lab/model.safetensors", "my-lab/spm.model", "my-lab/README.md"} <= names
+    assert load_checkpoint(tmp_path / "my-lab").config == run.cfg

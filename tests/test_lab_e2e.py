@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -35,8 +36,8 @@ def lab_server(app_checkpoints):
     proc.wait(timeout=10)
 
 
-def open_lab(browser, url: str):
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+def open_lab(browser, url: str, height: int = 1100):
+    page = browser.new_page(viewport={"width": 1500, "height": height})
     page.goto(f"{url}/lab")
     page.wait_for_selector(".st-key-lab_train button", timeout=90_000)
     settle(page)
@@ -48,15 +49,15 @@ def figure_z(page, key: str) -> np.ndarray:
     data = page.evaluate(f"""() => {{
         const el = document.querySelector('.st-key-{key} .js-plotly-plot') ||
                    [...document.querySelectorAll('.js-plotly-plot')].find(p => p.closest('[class*="st-key-{key}"]'));
-        return JSON.stringify(el.data[0].z);
+        return JSON.stringify(Array.from(el._fullData[0].z, row => Array.from(row)));   // decoded typed arrays
     }}""")
     return np.array(json.loads(data), dtype=float)
 
 
 def test_train_the_default_task_and_see_the_alignment_form(lab_server, browser):
-    page = open_lab(browser, lab_server)
+    page = open_lab(browser, lab_server, height=3200)          # tall: the screenshots show the whole page
     page.locator(".st-key-lab_train button").click()
-    page.get_by_text("Training: step", exact=False).first.wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"Training: step [3-9]\d\d of")).first.wait_for(timeout=90_000)   # half-way
     page.screenshot(path=str(ARTIFACTS / "lab-training.png"), full_page=True)
     page.get_by_text("reached 100 % held-out accuracy", exact=False).wait_for(timeout=150_000)
     settle(page)

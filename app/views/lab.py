@@ -13,6 +13,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -50,7 +51,9 @@ from model.lab import LabRun, LabSettings, Snapshot
 from model.pipeline import InputError, explain
 from model.tasks import TaskSpec
 
-JOB = "lab_job"
+JOB, PHASE = "lab_job", "lab_phase"
+PROGRESS_EVERY_S = 1.0     # the progress bar's refresh while a job is live
+CHARTS_EVERY_S = 2.5       # the curves' and heatmaps' (points and snapshots come every eval_every steps)
 # What happens without each part: written from the measurements in BENCHMARKS.md ("Training lab").
 PREDICTIONS = {
     "positional_encoding": ("Positional encoding", "Without it the model sees a bag of letters: it cannot know "
@@ -84,8 +87,14 @@ def render(ctx: Context) -> None:
     _buttons(lab, job)
     if job is None:
         return
-    st.fragment(_live, run_every=1.0 if job.active else None)(ctx, job)
-    if not job.active and job.run is not None and job.run.history:
+    st.session_state[PHASE] = _phase(job)
+    st.fragment(_live, run_every=PROGRESS_EVERY_S if job.active else None)(ctx, job)
+    if job.run is None or not job.run.history:
+        return
+    if job.active:
+        st.fragment(_charts, run_every=CHARTS_EVERY_S)(ctx, job.run)
+    else:
+        _curves(ctx, job.run)
         _afterwards(ctx, job)
 
 
@@ -156,28 +165,34 @@ def _session_id() -> str:
     return run_ctx.session_id if run_ctx is not None else "local"
 
 
-# ---- while it trains (a fragment that reruns every second) ---------------------------------------
+# ---- while it trains (fragments that rerun by themselves) ----------------------------------------
+def _phase(job: Job) -> tuple[str, bool]:
+    """What changes the page's layout: the job's state, and whether it has points to draw."""
+    return job.state, job.run is not None and bool(job.run.history)
+
+
 def _live(ctx: Context, job: Job) -> None:
-    run = job.run
+    """The queue position or the progress bar; the whole page again when the layout changes
+    (the run starts drawing, or ends: the settings unlock, the results appear)."""
+    if _phase(job) != st.session_state.get(PHASE):
+        st.rerun()
     if job.state == "queued":
         sched = resources.lab_scheduler()
         st.info(f"Waiting for a free training slot: you are number {sched.position(job)} in the queue "
                 f"({sched.training} training now). Your run starts by itself.", icon=":material/hourglass_top:")
-        return
-    if job.error:
+    elif job.error:
         st.error(f"The run failed: {job.error}")
-        return
-    if run is None:
-        st.info("Starting…")
-        return
-    _progress(job, run)
-    if run.history:
-        _curves(ctx, run)
-        if job.active:                   # afterwards, the replay below shows any step's
-            _attention(ctx, run, run.snapshots[-1])
-    if not job.active and st.session_state.get("lab_shown_done") != job.id:
-        st.session_state["lab_shown_done"] = job.id
-        st.rerun()                       # the whole page: the settings unlock, the results appear
+    elif job.run is None and not job.active:
+        st.warning(f"The run {ENDINGS.get(job.ended or '', job.ended)} before it started.")
+    elif job.run is None or not job.run.history:
+        st.info("Starting a training process…", icon=":material/hourglass_top:")
+    else:
+        _progress(job, job.run)
+
+
+def _charts(ctx: Context, run: LabRun) -> None:
+    _curves(ctx, run)
+    _attention(ctx, run, run.snapshots[-1])
 
 
 ENDINGS = {"reached": "reached 100 % held-out accuracy", "steps": "reached its step limit",
@@ -196,10 +211,18 @@ def _progress(job: Job, run: LabRun) -> None:
         st.success(f"The run {ENDINGS.get(job.ended or '', job.ended)}: {text}.")
 
 
+def _figure(ctx: Context, run: LabRun, name: str, key: tuple, build) -> go.Figure:
+    """A lab figure, built once per (run, what it shows, display) and not every second:
+    the live view redraws each second, new points and snapshots come every `eval_every` steps."""
+    display = (ctx.settings.colorscale, ctx.settings.font_size)
+    return resources.get_figure(f"lab_{name}", (run.uid, key, display), build)
+
+
 def _curves(ctx: Context, run: LabRun) -> None:
     h = list(run.history)
-    fig = figures.lab_curves([p.step for p in h], [p.train_loss for p in h], [p.heldout_loss for p in h],
-                             [p.token_acc for p in h], [p.seq_acc for p in h], font_size=ctx.settings.font_size)
+    fig = _figure(ctx, run, "curves", (len(h), h[-1].step), lambda: figures.lab_curves(
+        [p.step for p in h], [p.train_loss for p in h], [p.heldout_loss for p in h], [p.token_acc for p in h],
+        [p.seq_acc for p in h], font_size=ctx.settings.font_size))
     chart(st, fig, key="lab_curves", settings=ctx.settings)
 
 
@@ -208,17 +231,17 @@ def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
     src, dec = run.tokens(run.example)
     st.markdown(f"**Attention of one held-out example** at step {snap.step}: "
                 f"`{tasks.text(run.example[0])}` → `{tasks.text(run.example[1])}`")
-    mean = snap.attention["decoder.cross_attn"][-1].mean(axis=0)                  # (T, S)
     left, right = st.columns([2, 3])
-    chart(left, figures.attention_heatmap(mean, dec, src, title="cross-attention, last layer, mean of the heads",
-                                          row_title="decoder input", col_title="source",
-                                          colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size),
-          key="lab_cross_mean", settings=ctx.settings)
+    mean = _figure(ctx, run, "cross_mean", snap.step, lambda: figures.attention_heatmap(
+        snap.attention["decoder.cross_attn"][-1].mean(axis=0), dec, src, row_title="decoder input",
+        col_title="source", title="cross-attention, last layer, mean of the heads",
+        colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size))
+    chart(left, mean, key="lab_cross_mean", settings=ctx.settings)
     tabs = right.tabs(["cross-attention", "decoder self-attention", "encoder self-attention"])
     for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
                                      (dec, dec, src), (src, dec, src)):
-        grid = figures.attention_grid(snap.attention[name], rows, cols, colorscale=ctx.settings.colorscale,
-                                      font_size=ctx.settings.font_size)
+        grid = _figure(ctx, run, name, snap.step, lambda name=name, rows=rows, cols=cols: figures.attention_grid(
+            snap.attention[name], rows, cols, colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size))
         chart(tab, grid, key=f"lab_grid_{name}", settings=ctx.settings)
 
 
