@@ -54,25 +54,32 @@ from model.tasks import TaskSpec
 JOB, PHASE = "lab_job", "lab_phase"
 PROGRESS_EVERY_S = 1.0     # the progress bar's refresh while a job is live
 CHARTS_EVERY_S = 2.5       # the curves' and heatmaps' (points and snapshots come every eval_every steps)
-# What happens without each part: written from the measurements in BENCHMARKS.md ("Training lab").
+# What happens without each part, on the default task (reverse, length 4-10, 20 letters, d_model 64, 2+2
+# layers): measured by `python -m benchmarks.lab_speed`, medians of 3 seeds (BENCHMARKS.md, "Training lab").
 PREDICTIONS = {
-    "positional_encoding": ("Positional encoding", "Without it the model sees a bag of letters: it cannot know "
-                            "which one came last, and reverse stays near 0 % whole-sequence accuracy."),
-    "scale_attention": ("Scale scores by 1/√d_k", "Without it the scores grow with d_k, the softmax saturates and "
-                        "gradients vanish: learning is slower and less steady."),
-    "causal_mask": ("Causal mask while training", "Without it the decoder peeks at the next reference token: "
-                    "the training loss falls lower than with the mask, yet decoding alone, with nothing to "
-                    "peek at, fails."),
-    "residual": ("Residual connections", "Without them every layer must carry the whole signal through itself: "
-                 "the stack trains slowly or not at all."),
+    "positional_encoding": ("Positional encoding", "Without it the model sees a bag of letters and cannot tell which "
+                            "came last. Measured on reverse: 2 % of held-out sequences right at best in 1,500 steps, "
+                            "against 99 % after 500 steps with it."),
+    "scale_attention": ("Scale scores by 1/√d_k", "Without it the scores grow with √d_k, the softmax saturates and "
+                        "its gradients shrink. Measured on reverse: 99 % after 800 steps instead of 500."),
+    "causal_mask": ("Causal mask while training", "Without it each decoder position can read the next reference "
+                    "token: the training loss falls lower than with the mask (0.63 against 0.66 at step 500; "
+                    "without label smoothing 0.030 against 0.051). Decoding alone has no next token to read: "
+                    "0 % of held-out sequences right."),
+    "residual": ("Residual connections", "Without them the signal and the gradient must pass through every "
+                 "sublayer. Measured on reverse: the training loss still above 2.1 after 1,000 steps, no held-out "
+                 "sequence right in 1,500."),
 }
 OTHER = {
-    "smoothing": "Label smoothing 0.1 spreads 10 % of each target's probability over the vocabulary: the loss "
-                 "cannot fall below about 0.6, and the model is less over-confident.",
-    "warmup": "Warm-up raises the learning rate slowly over the first steps: without it the first, large Adam "
-              "steps on random weights can throw a post-norm Transformer off course.",
-    "teacher": "Teacher forcing feeds the decoder the reference. Off, it is fed its own greedy guesses (no "
-               "gradient through them), wrong at first: learning starts from noise.",
+    "smoothing": "Label smoothing 0.1 moves 10 % of each target's probability onto the other tokens: the training "
+                 "loss cannot fall below about 0.62 here, and the model is less over-confident. Measured on "
+                 "reverse without it: 99 % after 850 steps instead of 500.",
+    "warmup": "Warm-up raises the learning rate over the first 200 steps. Measured: at this size and peak rate "
+              "(0.001) reverse learns without it too (99 % after 400 steps instead of 500); warm-up matters more "
+              "for deeper models and higher rates.",
+    "teacher": "Teacher forcing feeds the decoder the reference. Off, it reads its own greedy guesses, made step by "
+               "step without gradient. Measured on reverse, where each output depends on the source alone: it "
+               "still learns (99 % after 500 steps), each step slower by the extra decoding.",
 }
 
 
