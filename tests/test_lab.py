@@ -394,3 +394,20 @@ def test_the_download_is_a_loadable_checkpoint(tmp_path):
         zf.extractall(tmp_path)
     assert {"my-lab/config.json", "my-lab/model.safetensors", "my-lab/spm.model", "my-lab/README.md"} <= names
     assert load_checkpoint(tmp_path / "my-lab").config == run.cfg
+
+
+def test_another_session_sees_nothing_of_a_run(app_checkpoints, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app import APP, goto
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    mine, theirs = (goto(AppTest.from_file(APP, default_timeout=60).run(), "lab") for _ in range(2))
+    mine.slider(key="lab_steps").set_value(50).run()
+    mine.selectbox(key="lab_d_model").set_value(16).run()
+    mine.button(key="lab_train").click().run()
+    _wait(lambda: not mine.session_state["lab_job"].active, timeout=120)
+    mine.run()
+    theirs.run()
+    assert any("step limit" in s.value for s in mine.success)
+    assert "lab_job" not in theirs.session_state and not theirs.success and not theirs.get("plotly_chart")
+    assert not theirs.button(key="lab_train").disabled and theirs.selectbox(key="lab_d_model").value == 64
