@@ -279,10 +279,10 @@ def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, 
     s.steps.append(StepRecord(step, hyps, cands))
 
 
-def output_log_probs(model: Transformer, hidden: Tensor) -> Tensor:
+def output_log_probs(model: Transformer, hidden: Tensor, trace: Trace | None = None) -> Tensor:
     """Decoder output hidden (..., D) -> next-token log-probs (..., V). The padding and
     start symbols are never generated: they get probability 0."""
-    logits = model.generator(hidden).float()
+    logits = model.project(hidden, trace).float()
     logits[..., [model.cfg.pad_id, model.cfg.bos_id]] = float("-inf")
     return logits.log_softmax(-1)
 
@@ -401,7 +401,7 @@ def forced_decode(model: Transformer, src: Tensor, reference: list[int], trace: 
     src_mask = model.src_mask(src)
     memory = model.encode(src, src_mask, trace, knockout)
     hidden = model.decode(tgt, memory, src_mask, trace=trace, knockout=knockout)          # (1, T, D)
-    log_probs = output_log_probs(model, hidden)[0]                                     # (T, V)
+    log_probs = output_log_probs(model, hidden, trace)[0]                              # (T, V)
     gold_lp = log_probs.gather(1, gold[:, None])[:, 0]                                # (T,)
     ranks = (log_probs > gold_lp[:, None]).sum(-1) + 1
     return ForcedResult(gold.tolist(), gold_lp.exp().tolist(), ranks.tolist(), trace)

@@ -185,8 +185,11 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.activation = ACTIVATION_FUNCTIONS[activation]
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(self.activation(self.w_1(x))))
+    def forward(self, x: Tensor, trace: Trace | None = None, name: str = "") -> Tensor:
+        hidden = self.activation(self.w_1(x))                               # (B, T, d_ff)
+        if trace is not None and trace.record_stream:
+            trace.record(f"{name}.hidden", hidden)
+        return self.w_2(self.dropout(hidden))
 
 
 class Residual(nn.Module):
@@ -199,6 +202,21 @@ class Residual(nn.Module):
 
     def forward(self, x: Tensor, update: Tensor) -> Tensor:
         return x + update if self.on else update
+
+
+def add_and_norm(add: Residual, norm: nn.LayerNorm, x: Tensor, update: Tensor, trace: Trace | None,
+                 name: str) -> Tensor:
+    """Post-norm "Add & Norm": LayerNorm(x + Sublayer(x)). With a trace that records the
+    stream, also what went in and out and the LayerNorm's steps (see model/trace)."""
+    summed = add(x, update)
+    out = norm(summed)
+    if trace is not None and trace.record_stream:
+        var, mean = torch.var_mean(summed, dim=-1, unbiased=False)         # (B, T)
+        for part, t in (("in", x), ("update", update), ("sum", summed), ("out", out), ("norm.mean", mean),
+                        ("norm.std", torch.sqrt(var + norm.eps)), ("norm.gamma", norm.weight),
+                        ("norm.beta", norm.bias)):
+            trace.record(f"{name}.{part}", t)
+    return out
 
 
 class EncoderLayer(nn.Module):
@@ -218,16 +236,17 @@ class EncoderLayer(nn.Module):
         add = self.add
         if self.norm_first:
             x = add(x, self._self_attn_block(self.norm1(x), mask, trace, name, knockout))
-            return add(x, self._ff_block(self.norm2(x)))
-        x = self.norm1(add(x, self._self_attn_block(x, mask, trace, name, knockout)))
-        return self.norm2(add(x, self._ff_block(x)))
+            return add(x, self._ff_block(self.norm2(x), trace, name))
+        x = add_and_norm(add, self.norm1, x, self._self_attn_block(x, mask, trace, name, knockout), trace,
+                         f"{name}.self_attn")
+        return add_and_norm(add, self.norm2, x, self._ff_block(x, trace, name), trace, f"{name}.feed_forward")
 
     def _self_attn_block(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
                          knockout: frozenset[str]) -> Tensor:
         return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn", knockout=knockout))
 
-    def _ff_block(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.feed_forward(x))
+    def _ff_block(self, x: Tensor, trace: Trace | None = None, name: str = "") -> Tensor:
+        return self.dropout2(self.feed_forward(x, trace, f"{name}.feed_forward"))
 
 
 class DecoderLayer(nn.Module):
@@ -251,10 +270,13 @@ class DecoderLayer(nn.Module):
         if self.norm_first:
             x = add(x, self._self_attn_block(self.norm1(x), self_mask, trace, name, self_cache, knockout))
             x = add(x, self._cross_attn_block(self.norm2(x), memory, cross_mask, trace, name, cross_cache, knockout))
-            return add(x, self._ff_block(self.norm3(x)))
-        x = self.norm1(add(x, self._self_attn_block(x, self_mask, trace, name, self_cache, knockout)))
-        x = self.norm2(add(x, self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache, knockout)))
-        return self.norm3(add(x, self._ff_block(x)))
+            return add(x, self._ff_block(self.norm3(x), trace, name))
+        x = add_and_norm(add, self.norm1, x, self._self_attn_block(x, self_mask, trace, name, self_cache, knockout),
+                         trace, f"{name}.self_attn")
+        x = add_and_norm(add, self.norm2, x,
+                         self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache, knockout), trace,
+                         f"{name}.cross_attn")
+        return add_and_norm(add, self.norm3, x, self._ff_block(x, trace, name), trace, f"{name}.feed_forward")
 
     def _self_attn_block(self, x: Tensor, mask: Tensor | None, trace: Trace | None, name: str,
                          cache: KVCache | None, knockout: frozenset[str]) -> Tensor:
@@ -266,5 +288,5 @@ class DecoderLayer(nn.Module):
                               knockout=knockout)
         return self.dropout2(out)
 
-    def _ff_block(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.feed_forward(x))
+    def _ff_block(self, x: Tensor, trace: Trace | None = None, name: str = "") -> Tensor:
+        return self.dropout3(self.feed_forward(x, trace, f"{name}.feed_forward"))

@@ -82,9 +82,10 @@ class Explanation:
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
             reference: str | None = None, record_scores: bool = True, record_qkv: bool = False,
-            knockout: frozenset[str] = frozenset()) -> Explanation:
+            knockout: frozenset[str] = frozenset(), record_stream: bool = False) -> Explanation:
     """Decode one sentence with per-step records, then trace one teacher-forced pass over
-    the output (or over the reference, when given). knockout: heads switched off."""
+    the output (or over the reference, when given). knockout: heads switched off;
+    record_stream: also the residual stream, each Add & Norm, the FFN units, the logits."""
     model, cfg = ckpt.model, ckpt.config
     ids = source_ids(ckpt, text)
     device = next(model.parameters()).device
@@ -93,7 +94,7 @@ def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(rec
     forced_ids = result.tokens
     if reference is not None:
         forced_ids = ckpt.tgt_tokenizer.encode(reference.strip())[: cfg.max_positions - 1]
-    trace = Trace(record_scores=record_scores, record_qkv=record_qkv)
+    trace = Trace(record_scores=record_scores, record_qkv=record_qkv, record_stream=record_stream)
     forced = forced_decode(model, src, forced_ids, trace, knockout)
     target_ids = [cfg.bos_id] + forced_ids
     trace.source_tokens = [ckpt.src_tokenizer.pieces(ids)]

@@ -133,12 +133,19 @@ class Transformer(nn.Module):
             return None                                                      # new queries see all cached keys
         return masks.causal_mask(tgt.size(1), offset + tgt.size(1), tgt.device)
 
+    def project(self, hidden: Tensor, trace: Trace | None = None) -> Tensor:
+        """The final linear layer: decoder output (..., D) -> logits (..., V)."""
+        logits = self.generator(hidden)
+        if trace is not None and trace.record_stream:
+            trace.record("output.logits", logits)
+        return logits
+
     def forward(self, src: Tensor, tgt: Tensor, trace: Trace | None = None,
                 knockout: frozenset[str] = frozenset()) -> Tensor:
         """Teacher-forced pass: src (B, S), tgt (B, T) -> logits (B, T, V)."""
         src_mask = self.src_mask(src)
         memory = self.encode(src, src_mask, trace, knockout)
-        return self.generator(self.decode(tgt, memory, src_mask, trace=trace, knockout=knockout))
+        return self.project(self.decode(tgt, memory, src_mask, trace=trace, knockout=knockout), trace)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

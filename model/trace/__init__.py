@@ -22,6 +22,19 @@ d = d_model / H):
     masks.decoder_self      (B, T, T)
     masks.cross             (B, T, S)
 
+With record_stream=True (the residual stream and what each sublayer does to it; post-norm
+layers), for each sublayer <sub> = {stack}.{i}.self_attn | decoder.{i}.cross_attn |
+{stack}.{i}.feed_forward:
+
+    <sub>.in                (B, T, D)  the stream entering the sublayer, x
+    <sub>.update            (B, T, D)  Sublayer(x)
+    <sub>.sum               (B, T, D)  x + Sublayer(x) (Sublayer(x) alone without residuals)
+    <sub>.norm.mean / .norm.std  (B, T)  LayerNorm's statistics of the sum (std includes eps)
+    <sub>.norm.gamma / .norm.beta  (D,)  its learned scale and shift
+    <sub>.out               (B, T, D)  (sum - mean) / std * gamma + beta: the stream leaving
+    {stack}.{i}.feed_forward.hidden  (B, T, d_ff)  max(0, x W1 + b1), the FFN's hidden units
+    output.logits           (B, T, V)  the final linear layer's output (before softmax)
+
 Rows are queries, columns are keys, everywhere. Which stack, module and mask each
 kind of attention uses is described once, in `model/kinds.py`. The command-line tool
 `python -m model.trace` lives in `model/trace/__main__.py`.
@@ -41,6 +54,7 @@ from model.kinds import kind as attention_kind
 class Trace:
     record_scores: bool = False
     record_qkv: bool = False
+    record_stream: bool = False
     tensors: dict[str, Tensor] = field(default_factory=dict)
     # Token strings aligned with the matrix axes, one list per batch entry (set by callers
     # that own a tokenizer; the model only sees ids).
@@ -112,6 +126,31 @@ class Trace:
             if self.record_scores:
                 out["scores"]["decoder_self"] = _rows(self.attention("decoder_self", "scores")[:, index, :, :t, :t])
                 out["scores"]["cross"] = _rows(self.attention("cross", "scores")[:, index, :, :t, :s])
+        if self.record_stream:
+            out["stream"] = self._stream_dict(index, s)
+        return out
+
+    def _stream_dict(self, index: int, s: int) -> dict[str, Any]:
+        """The residual stream of one batch entry (docs/trace-format.md, "stream")."""
+        lengths = {"encoder": s, "decoder": self.target_length(index) if self.has_decoder() else 0}
+        out: dict[str, Any] = {}
+        for stack, n in lengths.items():
+            layers = []
+            for i in range(self.num_layers(stack) if n else 0):
+                layer = {}
+                for sub in ("self_attn", "cross_attn", "feed_forward"):
+                    name = f"{stack}.{i}.{sub}"
+                    if f"{name}.out" not in self.tensors:
+                        continue
+                    layer[sub] = {part: _rows(self.tensors[f"{name}.{part}"][index, :n])
+                                  for part in ("in", "update", "out", "norm.mean", "norm.std")}
+                    layer[sub] |= {part: _rows(self.tensors[f"{name}.{part}"]) for part in ("norm.gamma", "norm.beta")}
+                    if sub == "feed_forward":
+                        layer[sub]["hidden"] = _rows(self.tensors[f"{name}.hidden"][index, :n])
+                layers.append(layer)
+            out[stack] = layers
+        if "output.logits" in self.tensors and lengths["decoder"]:
+            out["logits"] = _rows(self.tensors["output.logits"][index, :lengths["decoder"]])
         return out
 
     def to_bertviz(self, index: int = 0) -> dict[str, Any]:

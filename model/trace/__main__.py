@@ -29,13 +29,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reference", help="a reference translation to force through the decoder")
     p.add_argument("--out", required=True, help="JSON file to write ('-' for standard output)")
     p.add_argument("--top-k-record", type=int, default=5, help="next-token candidates recorded per step")
+    p.add_argument("--stream", action="store_true",
+                   help="also record the residual stream, each Add & Norm, the FFN's hidden units and the logits "
+                        "(large: the 'stream' key of docs/trace-format.md)")
     add_decode_args(p, default_method="greedy")
     args = p.parse_args(argv)
     opts = decode_options(args, record_steps=True)
     opts = replace(opts, record_top_k=max(1, args.top_k_record))
     ckpt = load_or_exit(args)
     try:
-        ex = explain(ckpt, args.text, opts, reference=args.reference)
+        ex = explain(ckpt, args.text, opts, reference=args.reference, record_stream=args.stream)
     except InputError as exc:
         fail(str(exc))
     text = json.dumps(explanation_json(ex, ckpt, opts), ensure_ascii=False)
