@@ -6,17 +6,23 @@
     ctx.explanation     its decoding and full trace, with the sidebar's decoding options
     ctx.greedy          the same sentence decoded greedily        } computed when first
     ctx.with_qkv        the explanation with each head's Q, K, V  } asked for, cached
-    ctx.knocked_out(h)  the explanation with heads h switched off } per process
+    ctx.with_stream     the explanation with the residual stream  } per process
+    ctx.knocked_out(h)  the explanation with heads h switched off }
     ctx.encoder_batch(texts)  a padded batch of sentences through the encoder
     ctx.cursor          the step-through page's StepCursor (session state)
+    ctx.open(slug)      go to another page (its widgets' values set beforehand stay)
 
 Extras go through app/resources.py's caches, so two students asking for the same
 thing share one computation; nothing here is stored on the model.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
+
+import streamlit as st
 
 from app import resources, state
 from app.cursor import StepCursor
@@ -33,6 +39,7 @@ class Context:
     settings: Settings
     text: str | None = None
     _explanation: Explanation | None = field(default=None, repr=False)
+    pages: Mapping[str, Any] = field(default_factory=dict, repr=False)   # slug -> st.Page
 
     @property
     def path(self) -> str:
@@ -52,6 +59,13 @@ class Context:
         if self.settings.opts.method == "greedy":
             return self.explanation
         return resources.get_explanation(self.path, self.explanation.text, greedy_options(self.settings.opts))
+
+    @cached_property
+    def with_stream(self) -> Explanation:
+        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, stream=True)
+
+    def open(self, slug: str) -> None:
+        st.switch_page(self.pages[slug])
 
     @cached_property
     def with_qkv(self) -> Explanation:

@@ -549,3 +549,48 @@ def lab_curves(steps: Sequence[int], train_loss: Sequence[float], heldout_loss: 
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font_size),
                       legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0))
     return fig
+
+
+def update_sizes(ratios: np.ndarray, sublayers: Sequence[str], token: str, font_size: int = 12) -> go.Figure:
+    """ratios (L, n_sublayers): ||Sublayer(x)|| / ||x|| of one token, grouped by layer."""
+    ratios = np.asarray(ratios, dtype=float)
+    layers = [f"layer {i}" for i in range(ratios.shape[0])]
+    fig = go.Figure([go.Bar(x=layers, y=ratios[:, j], name=name) for j, name in enumerate(sublayers)])
+    fig.update_layout(title=f"size of each sublayer's update against the stream, ‖Sublayer(x)‖ / ‖x‖, for "
+                            f"{label(token)}", barmode="group", height=300, margin=MARGIN, font=dict(size=font_size),
+                      yaxis_title="ratio")
+    return fig
+
+
+def unit_bars(values: np.ndarray, title: str, highlight: Sequence[int] = (), x_title: str = "hidden unit",
+              font_size: int = 12) -> go.Figure:
+    """One value per unit (e.g. the FFN's d_ff activations of a token); `highlight` in red."""
+    values = np.asarray(values, dtype=float)
+    colours = [STATUS_COLORS["chosen"] if i in set(highlight) else STATUS_COLORS["kept"] for i in range(len(values))]
+    fig = go.Figure(go.Bar(x=list(range(len(values))), y=values, marker_color=colours,
+                           hovertemplate=f"{x_title} %{{x}}: %{{y:.3f}}<extra></extra>"))
+    fig.update_layout(title=title, height=260, margin=MARGIN, font=dict(size=font_size), xaxis_title=x_title,
+                      bargap=0)
+    return fig
+
+
+def token_bars(tokens: Sequence[str], values: Sequence[float], title: str, y_title: str = "",
+               font_size: int = 12) -> go.Figure:
+    """One bar per token of a sentence (integer positions; repeated tokens stay apart)."""
+    fig = go.Figure(go.Bar(x=list(range(len(tokens))), y=list(values), customdata=labels(tokens),
+                           hovertemplate="%{customdata}: %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=280, margin=MARGIN, font=dict(size=font_size), yaxis_title=y_title,
+                      xaxis=_axis(tokens, font_size=font_size))
+    return fig
+
+
+def distribution(tokens: Sequence[str], probs: Sequence[float], kept: Sequence[bool], title: str,
+                 font_size: int = 12) -> go.Figure:
+    """The likeliest next tokens' probabilities; those a top-k / top-p cut removes in grey."""
+    colours = [STATUS_COLORS["kept"] if k else STATUS_COLORS["pruned"] for k in kept]
+    fig = go.Figure(go.Bar(x=list(range(len(tokens))), y=list(probs), marker_color=colours,
+                           customdata=labels(tokens), hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
+    fig.update_layout(title=title, height=320, margin=MARGIN, font=dict(size=font_size), yaxis_title="probability",
+                      yaxis_range=[0, 1], xaxis=_axis(tokens, font_size=font_size))
+    fig.update_xaxes(tickangle=-60)
+    return fig

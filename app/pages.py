@@ -16,7 +16,7 @@ import streamlit as st
 from app import resources, sentence
 from app.context import Context
 from app.settings import Settings
-from app.views import card, explore, head, knockout, lab, masks, positional, stepper
+from app.views import card, explore, head, knockout, lab, masks, overview, positional, stepper
 from model.checkpoint import CheckpointError
 
 
@@ -31,6 +31,7 @@ class Page:
 
 PAGES: tuple[Page, ...] = (
     Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
+    Page("overview", "The whole model", ":material/account_tree:", overview.render),
     Page("step", "Step through decoding", ":material/skip_next:", stepper.render),
     Page("positional", "Positional encoding", ":material/waves:", positional.render),
     Page("masks", "Masks", ":material/visibility_off:", masks.render),
@@ -42,7 +43,7 @@ PAGES: tuple[Page, ...] = (
 BY_SLUG = {p.slug: p for p in PAGES}
 
 
-def show(page: Page, settings: Settings) -> None:
+def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
     """Draw one page: the title, the sentence and its translation (if the page takes
     one), then the page itself with its context."""
     try:
@@ -51,26 +52,27 @@ def show(page: Page, settings: Settings) -> None:
         st.error(f"This checkpoint cannot be loaded: {exc}")
         return
     st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
-    ctx = Context(ckpt, settings)
+    ctx = Context(ckpt, settings, pages=st_pages or {})
     if page.takes_sentence:
         text = sentence.input_ui(ckpt.src_lang)
         ex = sentence.translation(ckpt, text, settings)
         if ex is None:
             return
-        ctx = Context(ckpt, settings, text, ex)
+        ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
     with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
         page.render(ctx)
 
 
 def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:
     """st.navigation over PAGES (the menu at the top of the sidebar), and the st.Page of each slug."""
-    st_pages = {p.slug: st.Page(_runner(p, settings), title=p.title, icon=p.icon, url_path=p.slug,
-                                default=p is PAGES[0]) for p in PAGES}
+    st_pages: dict[str, st.Page] = {}        # filled below; each page's runner can open the others
+    st_pages.update({p.slug: st.Page(_runner(p, settings, st_pages), title=p.title, icon=p.icon, url_path=p.slug,
+                                     default=p is PAGES[0]) for p in PAGES})
     return st.navigation(list(st_pages.values())), st_pages
 
 
-def _runner(page: Page, settings: Settings) -> Callable[[], None]:
+def _runner(page: Page, settings: Settings, st_pages: dict[str, st.Page]) -> Callable[[], None]:
     def run() -> None:
-        show(page, settings)
+        show(page, settings, st_pages)
     run.__name__ = f"page_{page.slug}"
     return run

@@ -51,12 +51,13 @@ def get_checkpoint(path: str) -> Checkpoint:
 @st.cache_resource(show_spinner=False, max_entries=64)
 def get_explanation(
     path: str, text: str, opts: DecodeOptions, reference: str | None = None, qkv: bool = False,
-    knockout: frozenset[str] = frozenset(),
+    knockout: frozenset[str] = frozenset(), stream: bool = False,
 ) -> Explanation:
     """qkv: also record each head's Q, K, V (for the inside-one-head view); knockout:
-    heads switched off (for the knockout view)."""
+    heads switched off (for the knockout view); stream: the residual stream, Add & Norm
+    steps, FFN units and logits (for the overview)."""
     return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=qkv,
-                   knockout=knockout)
+                   knockout=knockout, record_stream=stream)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

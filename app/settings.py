@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from app import figures, state
+from app.diagram import BLOCK_IDS
 from model.decoding import BEAM_SIZES, METHODS, DecodeOptions
 from model.kinds import KIND_NAMES
 from model.lab import SWITCHES
@@ -83,6 +84,15 @@ PE_DIMS = Setting("pe_dims", None, None)            # positional page: dimension
 PE_POSITIONS = Setting("pe_positions", None, 100, int)
 NO_SCALE = Setting("no_scale", None, False)         # inside one head: drop 1/sqrt(d_k)
 ALL_PRUNED = Setting("all_pruned", None, False)     # step page: pruned candidates of every step
+# the whole-model overview (app/views/overview.py)
+OV_BLOCK = Setting("ov_block", "block", "encoder.self_attn", choices=BLOCK_IDS)
+OV_TOKEN = Setting("ov_token", "token", 0, int, bounds=(0, 1000))      # the source token followed
+OV_POS = Setting("ov_pos", "pos", 0, int, bounds=(0, 1000))            # the decoder position followed
+OV_LAYER = Setting("ov_layer", "ov_layer", 0, int, bounds=(0, 63))
+OV_TEMPERATURE = Setting("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), step=0.1)
+OV_TOP_K = Setting("ov_top_k", None, 0, int, bounds=(0, 50))
+OV_TOP_P = Setting("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
+OV_UNIT = Setting("ov_unit", None, None, int)
 # the training lab (app/views/lab.py)
 LAB_TASK = Setting("lab_task", None, "reverse", choices=tuple(TASKS))
 LAB_LENGTHS = Setting("lab_lengths", None, (4, 10), bounds=(1, 20))
@@ -105,7 +115,7 @@ LAB_SAVE_NAME = Setting("lab_save_name", None, "")
 # page is in links too, but its owner is the cursor (app/links.py).
 LINKED: dict[str, Setting] = {s.param: s for s in (
     TEXT, CHECKPOINT, KIND, LAYER, HEAD, QUERY, METHOD, BEAM, ALPHA, TEMPERATURE, TOP_K, TOP_P, SEED, PROJECTOR,
-    IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND) if s.param}
+    IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND, OV_BLOCK, OV_TOKEN, OV_POS, OV_LAYER) if s.param}
 
 
 # ---- widgets drawn from a spec -------------------------------------------------------------------

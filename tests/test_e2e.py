@@ -216,3 +216,35 @@ def test_an_old_view_link_opens_its_page_at_its_path(server, browser):
     assert "/masks?" in page.url and "view=" not in page.url and "layer=1" in page.url
     assert page.get_by_label("Sentence to translate", exact=False).input_value() == "A dog runs on the beach."
     assert shown_value(page, "layer") == "1"
+
+
+def click_block(page, block: str) -> None:
+    """Click the block `block` inside the overview's figure (where plotly drew its marker)."""
+    figure = page.locator(".st-key-overview_figure .js-plotly-plot")
+    box = figure.bounding_box()
+    x, y = page.evaluate("""(block) => {
+        const el = document.querySelector('.st-key-overview_figure .js-plotly-plot');
+        const markers = el._fullData[el._fullData.length - 1];
+        const i = Array.from(markers.customdata).indexOf(block);
+        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis;
+        return [xa._offset + xa.l2p(markers.x[i]), ya._offset + ya.l2p(markers.y[i])];
+    }""", block)
+    page.mouse.click(box["x"] + x, box["y"] + y)
+
+
+def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
+    page = browser.new_page(viewport={"width": 1500, "height": 2400})
+    page.goto(f"{server[0]}/overview")
+    page.wait_for_selector(".st-key-overview_figure .js-plotly-plot", timeout=90_000)
+    settle(page)
+    no_errors(page)
+    page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
+    for block, header in (("decoder.feed_forward", "Position-wise feed-forward network"),
+                          ("encoder.self_attn.norm", "Add & Norm after self attn"),
+                          ("output.softmax", "The output: linear layer, softmax")):
+        click_block(page, block)
+        page.get_by_text(header, exact=False).first.wait_for(timeout=20_000)
+        settle(page)
+        no_errors(page)
+        assert f"block={block}" in page.url
+    page.screenshot(path=str(ARTIFACTS / "overview-output.png"), full_page=True)

@@ -1,0 +1,112 @@
+"""The whole-model overview: figure 1 drawn from a config with a sentence's numbers, and a
+detail panel per block."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import diagram
+from model.config import preset
+from model.trace import Trace
+from tests.conftest import random_batch, tiny_model
+from tests.test_app import APP, goto, page_of
+from tests.test_pages import link_of
+
+
+def test_the_blocks_follow_the_models_config():
+    cfg = preset("small", src_vocab_size=100, tgt_vocab_size=100)
+    blocks = diagram.blocks(cfg)
+    assert tuple(b.id for b in blocks) == diagram.BLOCK_IDS
+    labels = {b.id: b.label for b in blocks}
+    assert labels["encoder.feed_forward"] == "Feed forward (256→512→256)"
+    assert labels["encoder.self_attn"] == "Multi-head attention (8 heads)"
+    assert labels["encoder.embedding"] == "Input embedding × √256"
+    assert len(set(diagram.picker_names(cfg).values())) == len(blocks)   # a list of them needs distinct names
+    no_pe = diagram.blocks(cfg.replace(positional_encoding=False, scale_embedding=False))
+    assert {b.id: b.label for b in no_pe}["encoder.positional"] == "(no positional encoding)"
+    assert {b.id: b.label for b in no_pe}["encoder.embedding"] == "Input embedding"
+
+
+def _traced():
+    model = tiny_model(40)
+    trace = Trace(record_stream=True)
+    model(random_batch(40, [6], seed=1), random_batch(40, [5], seed=2, bos=True), trace)
+    return model, trace
+
+
+def test_the_strips_hold_the_chosen_tokens_values():
+    model, trace = _traced()
+    values, texts = diagram.values_of(trace, 2, 3, 1, [("a", 0.5), ("<b>", 0.25)])
+    assert np.array_equal(values["encoder.embedding"], trace["source.embedding"][0, 2].numpy())
+    assert np.array_equal(values["decoder.cross_attn.norm"], trace["decoder.1.cross_attn.out"][0, 3].numpy())
+    assert np.array_equal(values["encoder.feed_forward"], trace["encoder.1.feed_forward.update"][0, 2].numpy())
+    assert values["decoder.cross_attn"].shape == (6,) and abs(values["decoder.cross_attn"].sum() - 1) < 1e-5
+    assert values["decoder.self_attn"].shape == (5,) and np.all(values["decoder.self_attn"][4:] == 0)  # causal
+    assert "&lt;b&gt; 0.25" in texts["output.softmax"]                   # tokens are escaped
+
+
+def test_the_diagram_draws_every_block_and_outlines_the_chosen_one():
+    model, trace = _traced()
+    values, texts = diagram.values_of(trace, 0, 0, 0, [("a", 0.9)])
+    fig = diagram.model_diagram(model.cfg, values, texts, selected="decoder.feed_forward")
+    spec = json.loads(fig.to_json())
+    heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
+    assert len(heatmaps) == len(values)
+    markers = [t for t in spec["data"] if t["type"] == "scatter"][0]
+    assert tuple(markers["customdata"]) == diagram.BLOCK_IDS
+    red = [s for s in spec["layout"]["shapes"] if s.get("line", {}).get("color") == "#d62728"]
+    assert len(red) == 1 and red[0]["y0"] < 8.0 < red[0]["y1"]          # the decoder FFN sits at y = 8
+    assert {"text": "2×"}.items() <= next(a for a in spec["layout"]["annotations"] if a["text"] == "2×").items()
+
+
+@pytest.fixture
+def at(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    return goto(AppTest.from_file(APP, default_timeout=60).run(), "overview")
+
+
+HEADERS = {"embedding": "embedding", "positional": "Positional encoding added", "self_attn": "self-attention",
+           "cross_attn": "Cross-attention", "norm": "Add & Norm", "feed_forward": "feed-forward network",
+           "linear": "The output", "softmax": "The output"}
+
+
+@pytest.mark.parametrize("block", diagram.BLOCK_IDS)
+def test_every_block_opens_its_panel(at, block):
+    at.selectbox(key="ov_block").set_value(block).run()
+    assert not at.exception, at.exception
+    assert any(HEADERS[block.split(".")[-1]].lower() in h.value.lower() for h in at.subheader), block
+    link = link_of(at).get("block")
+    assert link == (block if block != "encoder.self_attn" else None)     # a default stays out of the link
+
+
+def test_a_link_opens_the_block_token_and_position(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"view": "overview", "text": "the dog runs", "block": "decoder.feed_forward",
+                            "token": "1", "pos": "2"})
+    at.run()
+    assert page_of(at) == "overview" and not at.exception
+    assert (at.selectbox(key="ov_block").value, at.selectbox(key="ov_token").value,
+            at.selectbox(key="ov_pos").value) == ("decoder.feed_forward", 1, 2)
+    assert any("feed-forward" in h.value for h in at.subheader)
+
+
+def test_the_output_panel_cuts_and_the_logit_lens_ends_at_the_real_prediction(at):
+    at.selectbox(key="ov_block").set_value("output.softmax").run()
+    at.slider(key="ov_top_k").set_value(3).run()
+    bars = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"][0]
+    assert bars["marker"]["color"].count("#b0b0b0") == 17               # 20 shown, 3 kept by top-k
+    lens = at.dataframe[-1].value
+    assert list(lens["layer"]) == [0, 1]
+    assert lens.iloc[-1, 2] >= 1
+
+
+def test_the_attention_block_opens_the_explorer_at_its_kind_and_layer(at):
+    at.selectbox(key="ov_layer").set_value(1).run()
+    at.selectbox(key="ov_block").set_value("decoder.cross_attn").run()
+    at.button(key="ov_open_attention").click().run()
+    assert page_of(at) == "explore" and not at.exception
+    assert at.radio(key="kind").value == "cross" and at.selectbox(key="layer").value == 1
