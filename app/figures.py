@@ -594,3 +594,23 @@ def distribution(tokens: Sequence[str], probs: Sequence[float], kept: Sequence[b
                       yaxis_range=[0, 1], xaxis=_axis(tokens, font_size=font_size))
     fig.update_xaxes(tickangle=-60)
     return fig
+
+
+def knockout_grid(effects: np.ndarray, modules: Sequence[str], title: str = "", font_size: int = 12) -> go.Figure:
+    """effects (M, H + 1): the drop in log-probability of the translation when one head
+    (columns 0..H-1) or the whole module (last column) is switched off, per attention
+    module (rows). Red: the translation got less likely without it."""
+    effects = np.asarray(effects, dtype=float)
+    n_heads = effects.shape[1] - 1
+    cols = [f"head {h}" for h in range(n_heads)] + ["whole layer"]
+    limit = float(np.abs(effects).max()) or 1.0
+    fig = go.Figure(go.Heatmap(
+        z=effects, x=list(range(n_heads + 1)), y=list(range(len(modules))), colorscale="RdBu", reversescale=True,
+        zmid=0, zmin=-limit, zmax=limit, text=np.round(effects, 2), texttemplate="%{text}",
+        customdata=[[f"{m}, {c}" for c in cols] for m in modules],
+        hovertemplate="%{customdata}<br>log-probability drop %{z:.3f}<extra></extra>", colorbar=dict(thickness=12)))
+    fig.update_layout(title=title, height=140 + 34 * len(modules), margin=MARGIN, font=dict(size=font_size),
+                      xaxis=_axis(cols, font_size=font_size), yaxis=_axis(modules, reverse=True, font_size=font_size),
+                      clickmode="event+select")
+    fig.add_vline(x=n_heads - 0.5, line=dict(color="#555", width=2))
+    return fig

@@ -15,7 +15,7 @@ import torch
 from app.lab_jobs import Scheduler, machine_slots_from_env
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions
-from model.pipeline import Explanation, encoder_trace, explain
+from model.pipeline import Explanation, encoder_trace, explain, knockout_effects
 from model.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +58,13 @@ def get_explanation(
     steps, FFN units and logits (for the overview)."""
     return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=qkv,
                    knockout=knockout, record_stream=stream)
+
+
+@st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)
+def get_knockout_effects(path: str, text: str, opts: DecodeOptions) -> dict[str, float]:
+    """Every head's and every attention layer's effect on this sentence's translation."""
+    ex = get_explanation(path, text, opts)
+    return knockout_effects(get_checkpoint(path), ex.source_ids, ex.result.tokens)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

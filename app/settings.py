@@ -80,6 +80,7 @@ SNAP_LAYER = Setting("snap_layer", None, -1, int)   # -1: the last layer
 SNAP_HEAD = Setting("snap_head", None, 0, int)
 KO_LAYERS = Setting("ko_layers", None, ())          # knockout: whole layers switched off
 KO_HEADS = Setting("ko_heads", None, ())            # knockout: single heads switched off
+KO_CELL = Setting("ko_cell", None, None)            # knockout: the (module, head) cell clicked in the grid
 PE_DIMS = Setting("pe_dims", None, None)            # positional page: dimensions plotted (None: the page's choice)
 PE_POSITIONS = Setting("pe_positions", None, 100, int)
 NO_SCALE = Setting("no_scale", None, False)         # inside one head: drop 1/sqrt(d_k)

@@ -119,6 +119,26 @@ class DecoderCache:
             c.reorder(index)
 
 
+class RowKnockout(frozenset):
+    """Knockouts that differ per batch row: row r switches off the heads rows[r] (e.g. every
+    head alone, in one batched pass). As a frozenset it holds every head off in any row."""
+
+    rows: tuple[frozenset[str], ...]
+
+    def __new__(cls, rows: list[frozenset[str]]) -> "RowKnockout":
+        self = super().__new__(cls, frozenset().union(*rows))
+        self.rows = tuple(frozenset(r) for r in rows)
+        return self
+
+
+def head_keep(knockout: frozenset[str], name: str, n_heads: int, out: Tensor) -> Tensor:
+    """1 for the heads of module `name` that stay on, 0 for those switched off, shaped to
+    multiply out (B, H, Tq, d): (1, H, 1, 1), or (B, H, 1, 1) for a RowKnockout."""
+    rows = knockout.rows if isinstance(knockout, RowKnockout) else (knockout,)
+    keep = [[f"{name}.{h}" not in off for h in range(n_heads)] for off in rows]
+    return torch.tensor(keep, dtype=out.dtype, device=out.device)[:, :, None, None]
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
 
@@ -166,8 +186,7 @@ class MultiHeadAttention(nn.Module):
                 for label, t in (("q", q), ("k", k), ("v", v)):
                     trace.record(f"{name}.{label}", t)
         if knockout:
-            keep = [f"{name}.{h}" not in knockout for h in range(self.n_heads)]
-            out = out * torch.tensor(keep, dtype=out.dtype, device=out.device)[None, :, None, None]
+            out = out * head_keep(knockout, name, self.n_heads, out)
         b, _, tq, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, tq, -1))        # (B, Tq, D)
 

@@ -301,3 +301,24 @@ def test_tree_until_places_kept_finished_and_pruned_candidates():
     # step 0's pruned candidate appears only when every step's are asked for, or at step 0
     assert len(tree_until(steps, 1, pieces, pruned_only_last=False)[0]) == len(nodes) + 1
     assert [n["token"] for n in tree_until(steps, 0, pieces)[0]] == ["<s>", "t10", "t11", "t12"]
+
+
+def test_the_knockout_page_opens_on_every_heads_effect(at, app_checkpoints):
+    """By default: a grid of every head alone and every whole layer switched off; the
+    whole-layer cell of the decoder's cross-attention matches a knockout computed apart."""
+    from model.checkpoint import load_checkpoint
+    from model.decoding import DecodeOptions
+    from model.pipeline import explain, head_names, log_probability
+    goto(at, "knockout")
+    assert not at.exception
+    spec = charts(at)["ko_grid"]
+    z = array(spec["data"][0]["z"])
+    ckpt = load_checkpoint(app_checkpoints / "multi30k-en-de")
+    modules = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in head_names(ckpt)))
+    assert z.shape == (len(modules), ckpt.config.n_heads + 1)
+    ex = explain(ckpt, at.text_input(key="text").value, DecodeOptions("beam", record_steps=True, record_top_k=8))
+    row = modules.index("decoder.1.cross_attn")
+    off = frozenset(f"decoder.1.cross_attn.{h}" for h in range(ckpt.config.n_heads))
+    expected = log_probability(ckpt, ex.source_ids, ex.result.tokens) - \
+        log_probability(ckpt, ex.source_ids, ex.result.tokens, off)
+    assert abs(z[row, -1] - expected) < 1e-3

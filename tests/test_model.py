@@ -260,3 +260,19 @@ def test_head_knockout():
     with torch.no_grad():
         out = attn_block(x, torch.ones(1, 1, 1, 5, dtype=torch.bool), None, "encoder.0", layer)
     assert torch.allclose(out, m.encoder.layers[0].self_attn.w_o.bias.expand_as(out))
+
+
+def test_one_batched_pass_of_row_knockouts_equals_each_knockout_alone(tokenizer):
+    """knockout_effects switches off a different head in every batch row (RowKnockout)."""
+    from model.checkpoint import Checkpoint
+    from model.pipeline import head_names, knockout_effects, log_probability
+    ckpt = Checkpoint(tiny_model(tokenizer.vocab_size, seed=3), tokenizer, tokenizer)
+    source, output = [5, 9, 14, 3], [7, 11, 8]
+    effects = knockout_effects(ckpt, source, output, rows_per_pass=5)      # several passes, a ragged last one
+    heads = head_names(ckpt)
+    assert len(effects) == len(heads) + len(heads) // ckpt.config.n_heads
+    base = log_probability(ckpt, source, output)
+    for name in (heads[0], heads[-1], "decoder.1.cross_attn", "encoder.0.self_attn"):
+        off = frozenset({name}) if name in heads else frozenset(h for h in heads if h.startswith(name + "."))
+        assert abs(effects[name] - (base - log_probability(ckpt, source, output, off))) < 1e-4, name
+    assert any(abs(v) > 1e-3 for v in effects.values())
