@@ -16,7 +16,7 @@ import streamlit as st
 from app import resources, sentence
 from app.context import Context
 from app.settings import Settings
-from app.views import card, explore, head, knockout, lab, masks, overview, positional, stepper
+from app.views import card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
 from model.checkpoint import CheckpointError
 
 
@@ -32,6 +32,7 @@ class Page:
 PAGES: tuple[Page, ...] = (
     Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
     Page("overview", "The whole model", ":material/account_tree:", overview.render),
+    Page("lesson", "Guided lesson", ":material/school:", lesson.render),
     Page("step", "Step through decoding", ":material/skip_next:", stepper.render),
     Page("positional", "Positional encoding", ":material/waves:", positional.render),
     Page("masks", "Masks", ":material/visibility_off:", masks.render),

@@ -94,6 +94,7 @@ OV_TEMPERATURE = Setting("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), 
 OV_TOP_K = Setting("ov_top_k", None, 0, int, bounds=(0, 50))
 OV_TOP_P = Setting("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
 OV_UNIT = Setting("ov_unit", None, None, int)
+LESSON_STEP = Setting("lesson_step", "lesson", 1, int, bounds=(1, 14))   # the guided lesson's step
 # the training lab (app/views/lab.py)
 LAB_TASK = Setting("lab_task", None, "reverse", choices=tuple(TASKS))
 LAB_LENGTHS = Setting("lab_lengths", None, (4, 10), bounds=(1, 20))
@@ -116,7 +117,7 @@ LAB_SAVE_NAME = Setting("lab_save_name", None, "")
 # page is in links too, but its owner is the cursor (app/links.py).
 LINKED: dict[str, Setting] = {s.param: s for s in (
     TEXT, CHECKPOINT, KIND, LAYER, HEAD, QUERY, METHOD, BEAM, ALPHA, TEMPERATURE, TOP_K, TOP_P, SEED, PROJECTOR,
-    IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND, OV_BLOCK, OV_TOKEN, OV_POS, OV_LAYER) if s.param}
+    IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND, OV_BLOCK, OV_TOKEN, OV_POS, OV_LAYER, LESSON_STEP) if s.param}
 
 
 # ---- widgets drawn from a spec -------------------------------------------------------------------

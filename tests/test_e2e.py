@@ -248,3 +248,24 @@ def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
         no_errors(page)
         assert f"block={block}" in page.url
     page.screenshot(path=str(ARTIFACTS / "overview-output.png"), full_page=True)
+
+
+def test_the_whole_lesson_by_keyboard(server, browser):
+    from app.lesson import STEPS
+    page = browser.new_page(viewport={"width": 1500, "height": 1400})
+    page.goto(f"{server[0]}/lesson")
+    page.wait_for_selector(".st-key-page-lesson [data-testid='stPlotlyChart']", timeout=90_000)
+    settle(page)
+    for k, step in enumerate(STEPS, start=1):
+        page.locator("h2", has_text=step.title).first.wait_for(timeout=20_000)
+        page.wait_for_selector(".st-key-page-lesson [data-testid='stPlotlyChart']")
+        no_errors(page)
+        assert (f"lesson={k}" in page.url) == (k > 1), page.url
+        if k in (1, 4, 6, 14):
+            page.screenshot(path=str(ARTIFACTS / f"lesson-{k}.png"), full_page=True)
+        if k < len(STEPS):
+            page.locator("h2", has_text=step.title).first.click()        # focus on the page, not a widget
+            page.keyboard.press("ArrowRight")
+            settle(page)
+    page.keyboard.press("ArrowLeft")
+    page.locator("h2", has_text=STEPS[-2].title).first.wait_for(timeout=20_000)

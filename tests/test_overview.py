@@ -12,7 +12,7 @@ from app import diagram
 from model.config import preset
 from model.trace import Trace
 from tests.conftest import random_batch, tiny_model
-from tests.test_app import APP, goto, page_of
+from tests.test_app import APP, array, goto, page_of
 from tests.test_pages import link_of
 
 
@@ -110,3 +110,46 @@ def test_the_attention_block_opens_the_explorer_at_its_kind_and_layer(at):
     at.button(key="ov_open_attention").click().run()
     assert page_of(at) == "explore" and not at.exception
     assert at.radio(key="kind").value == "cross" and at.selectbox(key="layer").value == 1
+
+
+# ---- the guided lesson --------------------------------------------------------------------------
+def test_every_lesson_step_draws_its_text_formula_figure_and_try_this(app_checkpoints, monkeypatch):
+    from app.lesson import STEPS
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = goto(AppTest.from_file(APP, default_timeout=60).run(), "lesson")
+    for k, step in enumerate(STEPS, start=1):
+        assert not at.exception, (k, at.exception)
+        assert [h.value for h in at.header] == [step.title]
+        assert len(at.latex) == 1 and len(at.get("plotly_chart")) == 1
+        assert any(step.try_this in i.value for i in at.info)
+        assert link_of(at).get("lesson") == (str(k) if k > 1 else None)
+        if k < len(STEPS):
+            at.button(key="lesson_next").click().run()
+    assert at.button(key="lesson_next").disabled
+    at.button(key="lesson_prev").click().run()
+    assert at.header[0].value == STEPS[-2].title
+
+
+def test_a_lesson_link_opens_its_step(app_checkpoints, monkeypatch):
+    from app.lesson import STEPS
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"view": "lesson", "text": "the dog runs", "lesson": "9"})
+    at.run()
+    assert page_of(at) == "lesson" and at.header[0].value == STEPS[8].title
+    mask = array(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["z"])
+    assert np.array_equal(mask, np.tril(np.ones_like(mask)))             # the causal mask of this sentence
+
+
+def test_the_cost_step_counts_this_sentences_scores():
+    from app.lesson import STEPS, LessonData
+    from model.checkpoint import Checkpoint
+    from model.pipeline import explain
+    from model.tokenizer import Tokenizer
+    from tests.conftest import sentences
+    tok = Tokenizer.train(sentences(200), vocab_size=40)
+    ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)
+    data = LessonData(ckpt, explain(ckpt, "the dog runs in the park", record_stream=True))
+    bars = json.loads(STEPS[-1].figure(data).to_json())["data"][0]
+    s, t = len(data.src), len(data.tgt)
+    assert bars["y"] == [s * s, t * t, t * s]
