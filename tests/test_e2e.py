@@ -269,3 +269,15 @@ def test_the_whole_lesson_by_keyboard(server, browser):
             settle(page)
     page.keyboard.press("ArrowLeft")
     page.locator("h2", has_text=STEPS[-2].title).first.wait_for(timeout=20_000)
+
+
+def test_an_attention_block_opens_the_explorer_from_the_overview(server, browser):
+    page = browser.new_page(viewport={"width": 1500, "height": 2000})
+    page.goto(f"{server[0]}/overview?block=encoder.self_attn&ov_layer=1")
+    page.wait_for_selector(".st-key-ov_open_attention button", timeout=90_000)
+    settle(page)
+    page.locator(".st-key-ov_open_attention button").click()
+    page.wait_for_selector(".st-key-page-explore", timeout=30_000)
+    settle(page)
+    no_errors(page)
+    assert "kind=encoder_self" in page.url and "layer=1" in page.url, page.url      # explore lives at /

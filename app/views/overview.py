@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app import diagram, figures, resources, state
+from app import diagram, figures, links, resources, state
 from app.context import Context
 from app.settings import (
     KIND,
@@ -41,6 +41,13 @@ def render(ctx: Context) -> None:
     if ctx.checkpoint.config.norm_first:
         st.info("This overview follows the paper's post-norm layers; this model is pre-norm.")
         return
+    overview(ctx)
+
+
+@st.fragment
+def overview(ctx: Context) -> None:
+    """A fragment: a click on a block, the token and position pickers and the panels' own
+    widgets rerun only this, not the sentence and its translation above."""
     ex = ctx.with_stream
     trace, cfg = ex.trace, ctx.checkpoint.config
     src, tgt = trace.source_tokens[0], trace.target_tokens[0]
@@ -60,6 +67,7 @@ def render(ctx: Context) -> None:
     st.divider()
     PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
                                                                                       (token, pos, layer), log_probs)
+    links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
 
 
 def _decoder_output(trace: Trace) -> torch.Tensor:
