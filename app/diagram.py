@@ -78,11 +78,11 @@ def picker_names(cfg: ModelConfig) -> dict[str, str]:
     return names
 
 
-def _strip(block: Block, values: np.ndarray) -> go.Heatmap:
+def _strip(block: Block, values: np.ndarray, width: float = STRIP) -> go.Heatmap:
     """A one-row heatmap inside the right part of the block."""
     values = np.asarray(values, dtype=np.float32).reshape(1, -1)
-    left = X[block.side] + WIDTH / 2 - STRIP - 0.1
-    dx = STRIP / values.shape[1]
+    left = X[block.side] + WIDTH / 2 - width - 0.1
+    dx = width / values.shape[1]
     limit = float(np.abs(values).max()) or 1.0
     attention = block.colour == "attn"
     return go.Heatmap(z=values, x0=left + dx / 2, dx=dx, y0=block.y, dy=HEIGHT * 0.55, showscale=False,
@@ -106,15 +106,17 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
     (plotly validates each add_shape call: ten times slower)."""
     items = blocks(cfg)
     shapes, notes, traces = [], [], []
+    large = font_size > 14                  # projector mode: labels on two lines, narrower strips, taller figure
     for b in items:
         chosen = b.id == selected
         shapes.append(dict(type="rect", x0=X[b.side] - WIDTH / 2, x1=X[b.side] + WIDTH / 2, y0=b.y - HEIGHT / 2,
                            y1=b.y + HEIGHT / 2, fillcolor=COLOURS[b.colour], layer="below",
                            line=dict(color="#d62728" if chosen else "#555", width=3 if chosen else 1)))
-        notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=html.escape(b.label), showarrow=False,
-                          xanchor="left", font=dict(size=font_size - 1, color="#222")))
+        text = html.escape(b.label)
+        notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text.replace(" (", "<br>(", 1) if large else text,
+                          showarrow=False, xanchor="left", align="left", font=dict(size=font_size - 1, color="#222")))
         if b.id in values:
-            traces.append(_strip(b, values[b.id]))
+            traces.append(_strip(b, values[b.id], STRIP * 0.7 if large else STRIP))
         elif b.id in texts:
             notes.append(dict(x=X[b.side] + WIDTH / 2 - 0.1, y=b.y, text=texts[b.id], showarrow=False,
                               xanchor="right", font=dict(size=font_size - 2, color="#222")))
@@ -124,11 +126,11 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
         notes.append(label)
     notes += _arrows(items)
     traces.append(go.Scatter(x=[X[b.side] for b in items], y=[b.y for b in items], mode="markers",
-                             marker=dict(size=38, symbol="square", opacity=0.02, color="#000"),
+                             marker=dict(size=38, symbol="square", opacity=0, color="#000"),   # clickable, not seen
                              customdata=[b.id for b in items],
                              hovertext=[f"{b.label}: click for details" for b in items],
                              hoverinfo="text", showlegend=False))
-    layout = dict(title=title, height=720, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+    layout = dict(title=title, height=960 if large else 720, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                   font=dict(size=font_size), dragmode=False, clickmode="event+select", showlegend=False,
                   shapes=shapes, annotations=notes,
                   xaxis=dict(visible=False, range=[-0.6, 10.2], fixedrange=True),
