@@ -7,19 +7,23 @@ app/state.py (each checked by its spec; anything malformed is ignored); at the e
 every run the owners' values are written back, those that differ from their defaults.
 
 Links made before pages had paths name the page as `view=<slug>`: `read` returns that
-page so the app can open it.
+page so the app can open it. Links made while the attention explorer was the first page
+(before the whole-model overview took `/`) have parameters at `/` but no `block`: they
+open the explorer. Every link made on the overview carries `block`, so it stays there.
 """
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import streamlit as st
 
 from app import state
-from app.settings import CHECKPOINT, LINKED, TEXT
+from app.settings import CHECKPOINT, LINKED, OV_BLOCK, TEXT
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
+LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
 MAX_STEP = 1000
 
 
@@ -57,16 +61,29 @@ def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
         state.put(name, value)
     state.cursor().pending = linked_step(params)
     view = params.get(VIEW)
-    return view if view in set(pages) else None
+    if view in set(pages):
+        return view
+    if params and OV_BLOCK.param not in params and _opened_at_root(pages):
+        return FORMER_LANDING
+    return None
 
 
-def current(values: Mapping[str, Any], step: int) -> dict[str, str]:
+def _opened_at_root(pages: Iterable[str]) -> bool:
+    """Whether the browser asked for the app's root (no page's path at the end of the URL)."""
+    url = st.context.url
+    if not url:
+        return False                     # no browser (AppTest): pages are chosen by script hash
+    return urllib.parse.urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] not in set(pages)
+
+
+def current(values: Mapping[str, Any], step: int, page: str | None = None) -> dict[str, str]:
     """The owners' values -> URL parameters: the sentence, and every other setting that
-    differs from its default."""
+    differs from its default (on the overview, its block always: see the module's text)."""
     out = {}
+    always = {TEXT} | ({OV_BLOCK} if page == LANDING else set())
     for param, spec in LINKED.items():
-        value = values.get(spec.name)
-        if value is None or (value == spec.default and spec is not TEXT):
+        value = values.get(spec.name, spec.default if spec in always else None)
+        if value is None or (value == spec.default and spec not in always):
             continue
         out[param] = spec.to_link(value)
     if step:
@@ -79,6 +96,7 @@ def publish() -> None:
     if not st.session_state.get(state.LINK_READ):
         return
     cursor = state.cursor()
-    wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step)
+    wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step,
+                     st.session_state.get(state.PAGE))
     if dict(st.query_params) != wanted:
         st.query_params.from_dict(wanted)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import resources, sentence
+from app import resources, sentence, state
 from app.context import Context
 from app.settings import Settings
 from app.views import card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
@@ -30,8 +30,8 @@ class Page:
 
 
 PAGES: tuple[Page, ...] = (
-    Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
     Page("overview", "The whole model", ":material/account_tree:", overview.render),
+    Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
     Page("lesson", "Guided lesson", ":material/school:", lesson.render),
     Page("step", "Step through decoding", ":material/skip_next:", stepper.render),
     Page("positional", "Positional encoding", ":material/waves:", positional.render),
@@ -60,6 +60,7 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
         if ex is None:
             return
         ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
+    st.session_state[state.PAGE] = page.slug      # links.publish writes what this page needs
     with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
         page.render(ctx)
 

@@ -9,6 +9,7 @@ has one owner here, in the session's `st.session_state`:
                               which is also its widget's key (see app/settings.py)
     session_state["cursor"]   the step-through page's StepCursor (app/cursor.py)
     session_state["link_read"]  True once the link's parameters were read (app/links.py)
+    session_state["page"]     the slug of the page drawn last (app/pages.py)
 
 A widget mirrors its owner: `restore` before drawing it hands the widget its value,
 and `remember` after drawing stores what the widget returned. Shared, read-only things
@@ -23,7 +24,7 @@ import streamlit as st
 
 from app.cursor import StepCursor
 
-VALUES, CURSOR, LINK_READ = "values", "cursor", "link_read"
+VALUES, CURSOR, LINK_READ, PAGE = "values", "cursor", "link_read", "page"
 
 
 def values() -> dict[str, Any]:

@@ -51,7 +51,7 @@ def browser_timings(url: str, runs: int) -> list[float]:
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--disable-dev-shm-usage"])
         page = b.new_page(viewport={"width": 1500, "height": 1100})
-        page.goto(url)
+        page.goto(f"{url.rstrip('/')}/explore")       # the explorer: the page these numbers were first taken on
         page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
         wait_ready(page)
         box = page.get_by_label("Sentence to translate", exact=False)

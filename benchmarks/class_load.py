@@ -6,8 +6,9 @@
 
 Scenarios
   open    N students open the app at once, each with their own sentence (a link to the
-          first page with text=...), then each makes --changes widget changes (the layer or
-          head picker) after 1-3 s of thinking.
+          attention explorer with text=...; it was the first page when this was written),
+          then each makes --changes widget changes (the layer or head picker) after 1-3 s
+          of thinking.
   shared  N students open the same link to the step page at once, then press Next --changes times.
 Timed per page run: from the rerun request to the server's script_finished. "first page
 + static" adds downloading the static files a browser fetches on a first visit (their
@@ -305,7 +306,7 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
     students = []
     for i in range(n):
         text = SENTENCES[0] if shared else SENTENCES[i % len(SENTENCES)]
-        s = Student(args.url, {"text": text}, page_hash=calc_hash("step") if shared else "")
+        s = Student(args.url, {"text": text}, page_hash=calc_hash("step" if shared else "explore"))
         students.append((s, expected[text]))
     results = await asyncio.wait_for(asyncio.gather(*(student(s, e, args.changes, random.Random(rng.random()), static,
                                                               shared) for s, e in students), return_exceptions=True),

@@ -3,8 +3,8 @@ to the overview painted, and from clicking a block to its panel.
 
   .venv/bin/python -m benchmarks.overview_speed --url http://127.0.0.1:8501 [--sentences 6]
 
-Debian's Chromium, headless, on the app's /overview page (start the app yourself, nothing
-else running). Submit: type a new sentence of about 20 subword tokens (never seen by this
+Debian's Chromium, headless, on the app's overview (its first page, at /; start the app yourself,
+nothing else running). Submit: type a new sentence of about 20 subword tokens (never seen by this
 server, so nothing is cached), press Enter, stop the clock when the script run is over and
 the figure shows the new translation's numbers. Open: click a block in the figure (where
 plotly drew it), stop when its panel's header is drawn.
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1600})
-        page.goto(f"{args.url}/overview")
+        page.goto(args.url)                    # the overview is the first page, at /
         page.wait_for_selector(".st-key-overview_figure .js-plotly-plot", timeout=90_000)
         settle(page)
         submits = [submit(page, s) for s in SENTENCES[:args.sentences]]

@@ -24,9 +24,12 @@ def goto(at: AppTest, slug: str) -> AppTest:
 
 @pytest.fixture
 def at(app_checkpoints, monkeypatch):
+    """The app on the attention explorer (the landing page is the whole-model overview)."""
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     app = AppTest.from_file(APP, default_timeout=60)
     app.run()
+    assert page_of(app) == "overview"
+    goto(app, "explore")
     assert not app.exception, app.exception
     return app
 

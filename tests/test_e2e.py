@@ -62,10 +62,10 @@ def no_errors(page) -> None:
 
 
 def open_app(browser, url: str):
-    """A new page on the app, its first charts drawn."""
+    """A new page on the app's attention explorer, its first charts drawn."""
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
-    page.goto(url)
+    page.goto(f"{url}/explore")
     page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
     settle(page)
     return page
@@ -234,7 +234,7 @@ def click_block(page, block: str) -> None:
 
 def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
     page = browser.new_page(viewport={"width": 1500, "height": 2400})
-    page.goto(f"{server[0]}/overview")
+    page.goto(server[0])                           # the overview is the first page, at /
     page.wait_for_selector(".st-key-overview_figure .js-plotly-plot", timeout=90_000)
     settle(page)
     no_errors(page)
@@ -273,7 +273,7 @@ def test_the_whole_lesson_by_keyboard(server, browser):
 
 def test_an_attention_block_opens_the_explorer_from_the_overview(server, browser):
     page = browser.new_page(viewport={"width": 1500, "height": 2000})
-    page.goto(f"{server[0]}/overview?block=encoder.self_attn&ov_layer=1")
+    page.goto(f"{server[0]}/?block=encoder.self_attn&ov_layer=1")
     page.wait_for_selector(".st-key-ov_open_attention button", timeout=90_000)
     settle(page)
     page.locator(".st-key-ov_open_attention button").click()
@@ -281,3 +281,19 @@ def test_an_attention_block_opens_the_explorer_from_the_overview(server, browser
     settle(page)
     no_errors(page)
     assert "kind=encoder_self" in page.url and "layer=1" in page.url, page.url      # explore lives at /
+
+
+def test_the_app_opens_on_the_overview_and_older_root_links_on_the_explorer(server, browser):
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(server[0])
+    page.wait_for_selector(".st-key-page-overview", timeout=90_000)
+    settle(page)
+    assert "block=encoder.self_attn" in page.url                     # an overview link always names its block
+    page.goto(f"{server[0]}/?text=A+dog+runs.&layer=1&head=2")      # made when the explorer was at /
+    page.wait_for_selector(".st-key-page-explore", timeout=60_000)
+    settle(page)
+    assert (shown_value(page, "layer"), shown_value(page, "head")) == ("1", "2")
+    page.goto(f"{server[0]}/?text=A+dog+runs.&block=decoder.feed_forward&layer=1")
+    page.wait_for_selector(".st-key-page-overview", timeout=60_000)
+    page.get_by_text("Position-wise feed-forward network", exact=False).first.wait_for(timeout=30_000)
+    no_errors(page)

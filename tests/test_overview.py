@@ -78,8 +78,7 @@ def test_every_block_opens_its_panel(at, block):
     at.selectbox(key="ov_block").set_value(block).run()
     assert not at.exception, at.exception
     assert any(HEADERS[block.split(".")[-1]].lower() in h.value.lower() for h in at.subheader), block
-    link = link_of(at).get("block")
-    assert link == (block if block != "encoder.self_attn" else None)     # a default stays out of the link
+    assert link_of(at)["block"] == block            # always in an overview link: it tells it from an old "/" link
 
 
 def test_a_link_opens_the_block_token_and_position(app_checkpoints, monkeypatch):

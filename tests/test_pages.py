@@ -171,8 +171,9 @@ def test_links_hold_the_sentence_and_what_differs_from_the_defaults():
     values = {spec.name: spec.default for spec in LINKED.values()} | {"text": "a dog", "beam_size": 8}
     assert current(values, 0) == {"text": "a dog", "beam": "8"}
     assert current(values, 4)["step"] == "4"
+    assert current(values, 0, page="overview") == {"text": "a dog", "beam": "8", "block": "encoder.self_attn"}
 
 
 def test_page_slugs_are_unique_and_every_page_renders_through_the_registry():
-    assert len(SLUGS) == len(set(SLUGS)) and SLUGS[0] == "explore"
+    assert len(SLUGS) == len(set(SLUGS)) and SLUGS[0] == "overview"
     assert all(callable(p.render) for p in PAGES)
