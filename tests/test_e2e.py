@@ -169,6 +169,18 @@ def shown_value(page, key: str) -> str:
     return page.locator(f".st-key-{key} [role='combobox']").first.input_value().strip()
 
 
+def go_to(page, title: str, slug: str) -> None:
+    """Click a page in the menu and wait for it; click again if a busy page let the click pass."""
+    for _ in range(2):
+        page.locator("[data-testid='stSidebarNavLink']", has_text=title).click()
+        try:
+            page.wait_for_selector(f".st-key-page-{slug}", timeout=20_000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the click once more
+            continue
+    settle(page)
+
+
 def test_every_page_to_every_page_in_the_browser(server, browser):
     """Issue 12's regression: a typed sentence, layer 1 / head 2 and step 2 survive each
     of the moves between every two pages, clicked in the page menu."""
@@ -191,9 +203,8 @@ def test_every_page_to_every_page_in_the_browser(server, browser):
     translation = page.locator(".st-key-translation h3").first.inner_text().strip()
     route = tour(list(titles), "step")
     for a, b in zip(route, route[1:]):
-        page.locator("[data-testid='stSidebarNavLink']", has_text=titles[b]).click()
-        settle(page)
         where = f"after {a} -> {b}"
+        go_to(page, titles[b], b)
         assert page.locator(f".st-key-page-{b}").count() == 1, where
         no_errors(page)
         if BY_SLUG[b].takes_sentence:
