@@ -129,15 +129,17 @@ def embedding_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_pr
                 "so that it is as large as the positional encoding added next.")
     st.latex(r"x_i = E[\mathrm{id}_i] \cdot \sqrt{d_{\mathrm{model}}}")
     st.dataframe(pd.DataFrame({"piece": tokens, "id": ids[:len(tokens)]}).T.astype(str), width="stretch")
-    row = model.src_embed.lut.weight[ids[i]].detach()
+    table = (model.src_embed if side == "source" else model.tgt_embed).lut.weight.detach()   # (V, D)
+    row = table[ids[i]]
     scaled = trace[f"{side}.embedding"][0, i]
     chart(st, figures.vector_heatmap(np.stack([row.numpy(), scaled.numpy()]), ["row E[id]", "× √d_model"],
                                      f"the embedding of {figures.label(tokens[i])} (id {ids[i]})",
                                      ctx.settings.font_size),
           key="ov_embedding", settings=ctx.settings)
     specials = tuple(sorted({cfg.pad_id, cfg.unk_id, cfg.bos_id, cfg.eos_id}))
-    near = stream.nearest_tokens(model.src_embed.lut.weight.detach(), ids[i], 10, exclude=specials)
-    pieces = ctx.checkpoint.tgt_tokenizer.pieces([n for n, _ in near])
+    near = stream.nearest_tokens(table, ids[i], 10, exclude=specials)
+    tokenizer = ctx.checkpoint.src_tokenizer if side == "source" else ctx.checkpoint.tgt_tokenizer
+    pieces = tokenizer.pieces([n for n, _ in near])
     st.markdown(f"**Nearest tokens to {tokens[i]}** in embedding space (cosine similarity; the token itself "
                 "and the special symbols left out):")
     st.dataframe(pd.DataFrame({"token": pieces, "cosine": [round(v, 3) for _, v in near]}), hide_index=True)
