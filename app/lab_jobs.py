@@ -204,11 +204,6 @@ class Scheduler:
         with self._lock:
             return len(self._running)
 
-    @property
-    def waiting(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
     # ---- the machinery (callers hold self._lock) ---------------------------------------------------
     def _start_ready(self) -> None:
         while self._queue and len(self._running) < self.slots:

@@ -3,6 +3,7 @@ the charts, step a beam search to its end, compare with `python -m model.transla
 Screenshots of each view go to test-artifacts/."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -33,20 +34,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(app_checkpoints):
+@contextlib.contextmanager
+def app_server(checkpoints: Path, **env: str):
+    """`streamlit run app/main.py` on a free loopback port, until the block ends; yields its URL."""
     port = free_port()
-    root = shipped_or_tiny(app_checkpoints)
-    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(root)}
+    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(checkpoints), **env}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
                              "--server.headless", "true", "--server.port", str(port), "--server.address",
                              "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     wait_healthy(url, proc, timeout=60)
-    yield url, root
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(app_checkpoints):
+    root = shipped_or_tiny(app_checkpoints)
+    with app_server(root) as url:
+        yield url, root
 
 
 def settle(page, timeout: float = 60_000) -> None:
@@ -61,14 +71,19 @@ def no_errors(page) -> None:
     assert "Traceback" not in page.content()
 
 
-def open_app(browser, url: str):
-    """A new page on the app's attention explorer, its first charts drawn."""
+def open_page(browser, url: str, selector: str, height: int = 1100):
+    """A new browser page on `url`, once `selector` is drawn and the script run is over."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
-    page.goto(f"{url}/explore")
-    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+    page = browser.new_page(viewport={"width": 1500, "height": height})
+    page.goto(url)
+    page.wait_for_selector(selector, timeout=90_000)
     settle(page)
     return page
+
+
+def open_app(browser, url: str):
+    """A new page on the app's attention explorer, its first charts drawn."""
+    return open_page(browser, f"{url}/explore", "[data-testid='stPlotlyChart']")
 
 
 def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
@@ -229,25 +244,9 @@ def test_an_old_view_link_opens_its_page_at_its_path(server, browser):
     assert shown_value(page, "layer") == "1"
 
 
-def click_block(page, block: str) -> None:
-    """Click the block `block` inside the overview's figure (where plotly drew its marker)."""
-    figure = page.locator(".st-key-overview_figure .js-plotly-plot")
-    box = figure.bounding_box()
-    x, y = page.evaluate("""(block) => {
-        const el = document.querySelector('.st-key-overview_figure .js-plotly-plot');
-        const markers = el._fullData[el._fullData.length - 1];
-        const i = Array.from(markers.customdata).indexOf(block);
-        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis;
-        return [xa._offset + xa.l2p(markers.x[i]), ya._offset + ya.l2p(markers.y[i])];
-    }""", block)
-    page.mouse.click(box["x"] + x, box["y"] + y)
-
-
 def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
-    page = browser.new_page(viewport={"width": 1500, "height": 2400})
-    page.goto(server[0])                           # the overview is the first page, at /
-    page.wait_for_selector(".st-key-overview_figure .js-plotly-plot", timeout=90_000)
-    settle(page)
+    from benchmarks.overview_speed import click_block
+    page = open_page(browser, server[0], ".st-key-overview_figure .js-plotly-plot", height=2400)   # / is the overview
     no_errors(page)
     page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
     for block, header in (("decoder.feed_forward", "Position-wise feed-forward network"),
@@ -263,10 +262,7 @@ def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
 
 def test_the_whole_lesson_by_keyboard(server, browser):
     from app.lesson import STEPS
-    page = browser.new_page(viewport={"width": 1500, "height": 1400})
-    page.goto(f"{server[0]}/lesson")
-    page.wait_for_selector(".st-key-page-lesson [data-testid='stPlotlyChart']", timeout=90_000)
-    settle(page)
+    page = open_page(browser, f"{server[0]}/lesson", ".st-key-page-lesson [data-testid='stPlotlyChart']", 1400)
     for k, step in enumerate(STEPS, start=1):
         page.locator("h2", has_text=step.title).first.wait_for(timeout=20_000)
         page.wait_for_selector(".st-key-page-lesson [data-testid='stPlotlyChart']")
@@ -283,10 +279,8 @@ def test_the_whole_lesson_by_keyboard(server, browser):
 
 
 def test_an_attention_block_opens_the_explorer_from_the_overview(server, browser):
-    page = browser.new_page(viewport={"width": 1500, "height": 2000})
-    page.goto(f"{server[0]}/?block=encoder.self_attn&ov_layer=1")
-    page.wait_for_selector(".st-key-ov_open_attention button", timeout=90_000)
-    settle(page)
+    page = open_page(browser, f"{server[0]}/?block=encoder.self_attn&ov_layer=1", ".st-key-ov_open_attention button",
+                     2000)
     page.locator(".st-key-ov_open_attention button").click()
     page.wait_for_selector(".st-key-page-explore", timeout=30_000)
     settle(page)

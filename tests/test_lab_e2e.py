@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
-from tests.conftest import CHROMIUM, ROOT, wait_healthy
-from tests.test_e2e import ARTIFACTS, free_port, no_errors, settle
+from tests.conftest import CHROMIUM
+from tests.test_e2e import ARTIFACTS, app_server, no_errors, open_page, settle
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed "
@@ -23,25 +21,12 @@ pytestmark = [pytest.mark.e2e,
 
 @pytest.fixture(scope="module")
 def lab_server(app_checkpoints):
-    port = free_port()
-    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints), "TRANSFORMER_LAB_SLOTS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
-                             "--server.headless", "true", "--server.port", str(port), "--server.address",
-                             "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(url, proc, timeout=60)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with app_server(app_checkpoints, TRANSFORMER_LAB_SLOTS="1") as url:
+        yield url
 
 
 def open_lab(browser, url: str, height: int = 1100):
-    page = browser.new_page(viewport={"width": 1500, "height": height})
-    page.goto(f"{url}/lab")
-    page.wait_for_selector(".st-key-lab_train button", timeout=90_000)
-    settle(page)
-    return page
+    return open_page(browser, f"{url}/lab", ".st-key-lab_train button", height)
 
 
 def figure_z(page, key: str) -> np.ndarray:

@@ -11,6 +11,8 @@ import io
 import re
 import tempfile
 import zipfile
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -18,7 +20,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import figures, resources, state
-from app.context import Context
+from app.context import Context, greedy_options
 from app.lab_jobs import Job
 from app.settings import (
     LAB_D_FF,
@@ -47,8 +49,9 @@ from app.settings import (
 from app.ui import chart
 from app.views import stepper
 from model import tasks
+from model.decoding import DecodeOptions
 from model.lab import LabRun, LabSettings, Snapshot
-from model.pipeline import InputError, explain
+from model.pipeline import Explanation, InputError, explain
 from model.tasks import TaskSpec
 
 JOB, PHASE = "lab_job", "lab_phase"
@@ -266,20 +269,20 @@ def _afterwards(ctx: Context, job: Job) -> None:
 
 class LabContext(Context):
     """A Context over a lab model, which is in no checkpoint directory: its figures are
-    cached under the job's id, and its extra decodings computed directly."""
+    cached under the job's id, and its decodings come from the session's own memo."""
 
-    def __init__(self, checkpoint, settings, text, explanation, key: str) -> None:
+    def __init__(self, checkpoint, settings, text, explanation, key: str,
+                 explained: Callable[[str, DecodeOptions], Explanation]) -> None:
         super().__init__(checkpoint, settings, text, explanation)
-        self.key = key
+        self.key, self.explained = key, explained
 
     @property
     def path(self) -> str:
         return self.key
 
-    @property
-    def greedy(self):
-        from app.context import greedy_options
-        return explain(self.checkpoint, self.explanation.text, greedy_options(self.settings.opts))
+    @cached_property
+    def greedy(self) -> Explanation:
+        return self.explained(self.explanation.text, greedy_options(self.settings.opts))
 
 
 def _decode(ctx: Context, job: Job) -> None:
@@ -289,7 +292,7 @@ def _decode(ctx: Context, job: Job) -> None:
     text = tasks.normalise(run.settings.task, text)
     ckpt = _lab_checkpoint(job)
     try:
-        ex = _explained(job, ckpt, text, ctx.settings.opts)
+        ex = _explained(text, ctx.settings.opts)
     except InputError as exc:
         st.warning(str(exc))
         return
@@ -297,7 +300,7 @@ def _decode(ctx: Context, job: Job) -> None:
     if unknown:
         st.warning(f"Not in this task's vocabulary (read as <unk>): {', '.join(unknown)}")
     st.markdown(f"**Output** ({ctx.settings.opts.method}, the sidebar's choice): `{ex.output or '(nothing)'}`")
-    stepper.stepping(LabContext(ckpt, ctx.settings, text, ex, key=f"lab:{job.id}"))
+    stepper.stepping(LabContext(ckpt, ctx.settings, text, ex, key=f"lab:{job.id}", explained=_explained))
 
 
 def _lab_checkpoint(job: Job):
@@ -308,10 +311,13 @@ def _lab_checkpoint(job: Job):
     return cached[1]
 
 
-def _explained(job: Job, ckpt, text: str, opts):
-    memo = st.session_state["lab_ckpt"][2]
+def _explained(text: str, opts: DecodeOptions) -> Explanation:
+    """The lab model's decoding of `text`, kept in the session for the last few (text, options):
+    a Next press in the step view reruns its fragment, and must not decode again."""
+    _, ckpt, memo = st.session_state["lab_ckpt"]
     if (text, opts) not in memo:
-        memo.clear()
+        while len(memo) >= 4:
+            memo.pop(next(iter(memo)))
         memo[(text, opts)] = explain(ckpt, text, opts)
     return memo[(text, opts)]
 
