@@ -411,3 +411,26 @@ def test_another_session_sees_nothing_of_a_run(app_checkpoints, monkeypatch):
     assert any("step limit" in s.value for s in mine.success)
     assert "lab_job" not in theirs.session_state and not theirs.success and not theirs.get("plotly_chart")
     assert not theirs.button(key="lab_train").disabled and theirs.selectbox(key="lab_d_model").value == 64
+
+
+def test_a_run_keeps_training_while_its_owner_visits_other_pages(app_checkpoints, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app import APP, goto
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = goto(AppTest.from_file(APP, default_timeout=60).run(), "lab")
+    at.selectbox(key="lab_d_model").set_value(16).run()
+    at.slider(key="lab_steps").set_value(400).run()
+    at.button(key="lab_train").click().run()
+    job = at.session_state["lab_job"]
+    _wait(lambda: job.run is not None and job.run.step > 0, timeout=60)
+    goto(at, "explore")
+    goto(at, "card")
+    step_away = job.run.step
+    _wait(lambda: not job.active or job.run.step > step_away + 20, timeout=60)   # it went on without the page
+    goto(at, "lab")
+    assert at.session_state["lab_job"] is job and not at.exception
+    assert at.selectbox(key="lab_d_model").value == 16
+    if not at.button(key="lab_stop").disabled:
+        at.button(key="lab_stop").click().run()
+    _wait(lambda: not job.active, timeout=30)
