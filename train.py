@@ -5,6 +5,8 @@ Examples:
       --out checkpoints/multi30k-en-de --time-budget 110
   torchrun --nproc_per_node=2 train.py --data DIR --src de --tgt en --out checkpoints/x
   python train.py --resume checkpoints/multi30k-en-de      # continue an interrupted run
+  python train.py --data ../shared/data/multi30k --init-from checkpoints/multi30k-en-de \
+      --epochs 35 --cooldown-epochs 6 --out checkpoints/en-de-longer   # train a finished model on
 
 The training step and the loop over an epoch are model/training.py's; validation
 translations go through model/pipeline.py; weights are written and read by
@@ -73,12 +75,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="over the last N of --epochs, scale the learning rate linearly down to 0 "
                         "(default 0: the paper's schedule alone)")
     g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
-    g.add_argument("--time-budget", type=float, help="minutes; stop (and save) when spent")
+    g.add_argument("--time-budget", type=float,
+                   help="minutes for this command (a resumed run gets its own); stop and save when spent")
     g.add_argument("--average-last", type=int, default=3, help="average the last N epochs' weights (default 3)")
     g.add_argument("--seed", type=int, default=1)
     g = p.add_argument_group("run")
     g.add_argument("--out", help="checkpoint directory to write (e.g. checkpoints/multi30k-en-de)")
     g.add_argument("--resume", help="continue the run whose --out was this directory")
+    g.add_argument("--init-from", metavar="DIR",
+                   help="continue training a finished checkpoint: its weights, tokenizer, shape, step and "
+                        "epoch counts and log (--epochs counts all epochs); the optimizer starts empty")
+    g.add_argument("--rewarm", type=int, default=200,
+                   help="with --init-from: steps over which the rate ramps up again (default 200)")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     g.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="autocast precision")
     g.add_argument("--threads", type=int, help="torch CPU threads")
@@ -90,6 +98,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args = _resumed_args(args, argv)
     elif not args.data or not args.out:
         p.error("--data and --out are required (or --resume DIR)")
+    elif args.init_from and not (Path(args.init_from) / "config.json").is_file():
+        p.error(f"--init-from {args.init_from}: not a checkpoint directory (no config.json)")
     return args
 
 
@@ -236,6 +246,23 @@ def load_last(work: Path, optimizer: torch.optim.Optimizer) -> tuple[Progress, l
     return progress, [json.loads(line) for line in log_text.splitlines() if line]
 
 
+def finished_progress(directory: str | Path) -> tuple[Progress, list[dict]]:
+    """Where a finished checkpoint's training ended: its step, epoch and time counts, its log."""
+    config = json.loads((Path(directory) / "config.json").read_text())
+    log_path = Path(directory) / "training_log.jsonl"
+    log = [json.loads(line) for line in log_path.read_text().splitlines() if line] if log_path.is_file() else []
+    elapsed = max(60.0 * float(config.get("training_time_min", 0.0)), log[-1]["wall_time_s"] if log else 0.0)
+    return Progress(step=int(config.get("steps", 0)), epoch=int(config.get("epochs", 0)), elapsed=elapsed), log
+
+
+def continued_from(directory: str | Path) -> dict[str, Any]:
+    """What the model card says about the run a continued one started from."""
+    config = json.loads((Path(directory) / "config.json").read_text())
+    return {"checkpoint": str(directory), "epochs": config.get("epochs"), "steps": config.get("steps"),
+            "val_bleu": config.get("val_bleu"), "selected": config.get("selected"),
+            "train_args": config.get("train_args", {})}
+
+
 def _to_tuple(x: Any) -> Any:
     return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
 
@@ -252,22 +279,27 @@ class Trainer:
         random.seed(args.seed)
         torch.manual_seed(args.seed)
         train_src, train_tgt = read_parallel(args.data, "train", args.src, args.tgt)
-        if args.resume:
-            last = load_checkpoint(self.work / "last")
-            self.src_tok, self.tgt_tok, self.model = last.src_tokenizer, last.tgt_tokenizer, last.model
+        if args.resume or args.init_from:
+            start = load_checkpoint(self.work / "last" if args.resume else args.init_from)
+            self.src_tok, self.tgt_tok, self.model = start.src_tokenizer, start.tgt_tokenizer, start.model
         else:
             self.src_tok, self.tgt_tok = build_tokenizers(args, train_src, train_tgt)
             self.model = Transformer(model_config(args, self.src_tok, self.tgt_tok))
         self.model.to(rt.device)
         self.cfg = self.model.cfg
         self.corpus = load_corpus(args, self.src_tok, self.tgt_tok, self.cfg, train_src, train_tgt)
-        self.schedule = Schedule(args.lr, args.warmup, args.epochs, args.cooldown_epochs)
         self.step_settings = StepSettings(args.label_smoothing, args.clip, args.amp)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
         self.progress, self.log = Progress(), []
         self.epoch_len = 1
         if args.resume:
             self.progress, self.log = load_last(self.work, self.optimizer)
+        elif args.init_from:
+            self.progress, self.log = finished_progress(args.init_from)
+            args.continued_from = continued_from(args.init_from)     # saved with the args: a resume keeps it
+        restart = (getattr(args, "continued_from", None) or {}).get("steps", 0)
+        self.schedule = Schedule(args.lr, args.warmup, args.epochs, args.cooldown_epochs,
+                                 restart=restart, rewarm=args.rewarm if restart else 0)
         self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if rt.world > 1 else self.model)
         self.scaler = torch.amp.GradScaler("cuda") if args.amp == "fp16" and rt.device.type == "cuda" else None
         self.snapshot_texts = self.corpus.val_src[:SNAPSHOT_SENTENCES]
@@ -280,7 +312,7 @@ class Trainer:
 
     def out_of_time(self, start: float) -> bool:
         budget = self.args.time_budget
-        return budget is not None and self.progress.elapsed + time.time() - start > budget * 60
+        return budget is not None and time.time() - start > budget * 60
 
     def run(self) -> None:
         a, rt = self.args, self.rt
@@ -398,7 +430,7 @@ class Trainer:
     def finish(self) -> None:
         """Average the last epochs, keep whichever of (average, best) scores higher on val,
         write it to OUT with the log, snapshots and a model card."""
-        if not self.log:
+        if not (self.work / "best").is_dir():
             print(f"stopped before the first epoch ended; resume with: python train.py --resume {self.args.out}",
                   file=sys.stderr)
             return

@@ -56,6 +56,7 @@ def render_card(directory: str | Path) -> str:
         f"after {args.get('warmup', '?')} warm-up steps then inverse square root{_cooldown(args)}, label smoothing "
         f"{args.get('label_smoothing', '?')}, gradient clipping {args.get('clip', '?')}, seed {args.get('seed', '?')}",
         f"- shipped weights: {config.get('selected', '?')} (val BLEU {config.get('val_bleu', '?')}, greedy)",
+        *_continued(args),
         "",
     ]
     if log:
@@ -85,6 +86,19 @@ def _cooldown(args: dict[str, Any]) -> str:
     if not k:
         return ""
     return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs"
+
+
+def _continued(args: dict[str, Any]) -> list[str]:
+    """A run continued from finished weights (`train.py --init-from`): where the first part ended."""
+    first = args.get("continued_from")
+    if not first:
+        return []
+    a = first.get("train_args", {})
+    return [f"- in two parts: epochs 1-{first.get('epochs')} are the run that ended at step {first.get('steps')} "
+            f"(its {first.get('selected', '?')}, val BLEU {first.get('val_bleu')}; amp {a.get('amp', '?')}, "
+            f"cooldown {a.get('cooldown_epochs', 0) or 'none'}); the rest continued from those weights with "
+            f"`--init-from` (an empty optimizer, the rate ramped up again over {args.get('rewarm', '?')} steps, "
+            f"amp {args.get('amp', '?')})"]
 
 
 def write_card(directory: str | Path) -> Path:

@@ -43,6 +43,14 @@ def cooldown_factor(epochs_done: float, epochs: int, cooldown: float) -> float:
     return min(1.0, max(0.0, (epochs - epochs_done) / cooldown))
 
 
+def rewarm_factor(step: int, restart: int, rewarm: int) -> float:
+    """Linear from 0 to 1 over the `rewarm` steps after `restart` (1 when rewarm is 0): Adam's
+    moment estimates start empty, and its first steps would otherwise be full-size."""
+    if rewarm <= 0:
+        return 1.0
+    return min(1.0, max(step - restart, 1) / rewarm)
+
+
 @dataclass(frozen=True)
 class Schedule:
     peak: float = 1e-3
@@ -50,10 +58,15 @@ class Schedule:
     epochs: int = 0            # planned length, for the cooldown
     cooldown: float = 0.0      # epochs at the end over which the rate falls linearly to 0
     ramp: bool = True          # False: skip the warm-up ramp (the decay still starts at `warmup`)
+    # A run continued from finished weights with a fresh optimizer (train.py --init-from):
+    # from step `restart` on, the rate ramps up again linearly over `rewarm` steps.
+    restart: int = 0
+    rewarm: int = 0
 
     def lr(self, step: int, epochs_done: float = 0.0) -> float:
         return (learning_rate(step, self.peak, self.warmup, self.ramp)
-                * cooldown_factor(epochs_done, self.epochs, self.cooldown))
+                * cooldown_factor(epochs_done, self.epochs, self.cooldown)
+                * rewarm_factor(step, self.restart, self.rewarm))
 
 
 # ---- one step ----------------------------------------------------------------------------------

@@ -79,6 +79,31 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
         assert torch.equal(a[k], b[k]), k
 
 
+def test_init_from_continues_a_finished_model_with_its_counts_log_and_a_new_ramp(tmp_path):
+    data = tmp_path / "data"
+    write_reverse_task(data, n_train=800)
+    first = tmp_path / "first"
+    assert train.main(base_args(data, first, "--epochs", "2", "--half")) == 0
+    before = load_checkpoint(first)
+    out = tmp_path / "more"
+    assert train.main(["--data", str(data), "--src", "src", "--tgt", "tgt", "--init-from", str(first),
+                       "--epochs", "3", "--lr", "3e-3", "--warmup", "60", "--rewarm", "10", "--out", str(out),
+                       "--no-progress", "--threads", "1"]) == 0
+    log = [json.loads(line) for line in (out / "training_log.jsonl").read_text().splitlines() if line]
+    assert [r["epoch"] for r in log] == [1, 2, 3]                 # the first run's two epochs, then one more
+    steps_before = before.meta["steps"]
+    assert log[2]["step"] > steps_before == log[1]["step"]
+    assert log[2]["wall_time_s"] > log[1]["wall_time_s"]          # time counts on from the first run
+    after = load_checkpoint(out)
+    assert after.config == before.config and after.src_tokenizer.proto == before.src_tokenizer.proto
+    assert not torch.equal(after.model.src_embed.lut.weight, before.model.src_embed.lut.weight)   # it trained
+    assert after.meta["epochs"] == 3
+    assert "in two parts: epochs 1-2" in (out / "README.md").read_text()
+    s = training.Schedule(peak=3e-3, warmup=60, restart=steps_before, rewarm=10)
+    assert s.lr(steps_before + 5) == pytest.approx(0.5 * training.learning_rate(steps_before + 5, 3e-3, 60))
+    assert s.lr(steps_before + 10) == pytest.approx(training.learning_rate(steps_before + 10, 3e-3, 60))
+
+
 def test_torchrun_two_processes_keep_identical_replicas(tmp_path):
     data = tmp_path / "data"
     write_reverse_task(data, n_train=400)
