@@ -124,36 +124,60 @@ def attention_grid(
         raise ValueError(f"matrices ({tq}, {tk}) do not match {len(rows)} row and {len(cols)} column tokens")
     row_names = row_names or [f"layer {i}" for i in range(n_r)]
     col_names = col_names or [f"head {j}" for j in range(n_c)]
-    fig = make_subplots(
-        rows=n_r,
-        cols=n_c,
-        column_titles=list(col_names),
-        row_titles=list(row_names),
-        horizontal_spacing=0.012,
-        vertical_spacing=0.03,
-    )
-    # One call for all traces (plotly validates each add_trace); float32 z and no per-cell
-    # hover strings: the grid is an overview, hover names positions (the single-head
-    # chart beside it names tokens). Sends ~6x less than a customdata copy per head.
+    # Float32 z and no per-cell hover strings: the grid is an overview, hover names positions
+    # (the single-head chart beside it names tokens). Sends ~6x less than a customdata copy per head.
     hover = "<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>"
     cells = [(i, j) for i in range(n_r) for j in range(n_c)]
-    fig.add_traces([go.Heatmap(z=attn[i, j].astype(np.float32), coloraxis="coloraxis",
-                               hovertemplate=f"{row_names[i]}, {col_names[j]}" + hover) for i, j in cells],
-                   rows=[i + 1 for i, _ in cells], cols=[j + 1 for _, j in cells])
+    traces = [dict(type="heatmap", z=attn[i, j].astype(np.float32), coloraxis="coloraxis",
+                   hovertemplate=f"{row_names[i]}, {col_names[j]}" + hover,
+                   xaxis=_axis_ref("x", k), yaxis=_axis_ref("y", k))
+              for k, (i, j) in enumerate(cells, start=1)]
+    layout = grid_layout(n_r, n_c, row_names, col_names)
     if highlight_row is not None:
-        for i, j in cells:
-            fig.add_shape(type="rect", x0=-0.5, x1=tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                          line=dict(color=STATUS_COLORS["chosen"], width=1.5), row=i + 1, col=j + 1)
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_layout(
-        title=title,
+        layout["shapes"] = [dict(type="rect", x0=-0.5, x1=tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
+                                 line=dict(color=STATUS_COLORS["chosen"], width=1.5),
+                                 xref=_axis_ref("x", k), yref=_axis_ref("y", k)) for k in range(1, len(cells) + 1)]
+    layout.update(
+        title=dict(text=title),
         coloraxis=dict(colorscale=colorscale, cmin=0, cmax=1, colorbar=dict(thickness=12)),
         height=110 + 105 * n_r if n_c > 4 else 110 + 160 * n_r,
         margin=dict(l=10, r=30, t=70, b=10),
         font=dict(size=font_size),
     )
-    return fig
+    # One validation of plain dicts: make_subplots and update_*axes cost ~6x more for 24 cells.
+    return go.Figure(dict(data=traces, layout=layout))
+
+
+def _axis_ref(letter: str, k: int) -> str:
+    """The name cell k (1-based, row-major) refers to its axes by: x, x2, x3, ..."""
+    return f"{letter}{k if k > 1 else ''}"
+
+
+def grid_layout(n_r: int, n_c: int, row_names: Sequence[str], col_names: Sequence[str],
+                h_spacing: float = 0.012, v_spacing: float = 0.03) -> dict:
+    """The axes and titles of an n_r x n_c grid of heatmaps, as plotly's make_subplots lays
+    them out with column and row titles (row titles take the right 2 % of the width), every
+    axis without ticks or grid, y reversed (row 0 of a matrix on top)."""
+    right = 0.98
+    w = (right - h_spacing * (n_c - 1)) / n_c
+    h = (1.0 - v_spacing * (n_r - 1)) / n_r
+    layout: dict = {}
+    for i in range(n_r):
+        top = 1.0 - i * (h + v_spacing)
+        for j in range(n_c):
+            k = i * n_c + j + 1
+            x0 = j * (w + h_spacing)
+            layout[_axis_ref("xaxis", k)] = dict(anchor=_axis_ref("y", k), domain=[x0, x0 + w], showticklabels=False,
+                                                 showgrid=False, zeroline=False)
+            layout[_axis_ref("yaxis", k)] = dict(anchor=_axis_ref("x", k), domain=[top - h, top], showticklabels=False,
+                                                 showgrid=False, zeroline=False, autorange="reversed")
+    title = dict(font=dict(size=16), showarrow=False, xref="paper", yref="paper")
+    layout["annotations"] = (
+        [dict(title, text=name, x=j * (w + h_spacing) + w / 2, y=1.0, xanchor="center", yanchor="bottom")
+         for j, name in enumerate(col_names)]
+        + [dict(title, text=name, x=right, y=1.0 - i * (h + v_spacing) - h / 2, xanchor="left", yanchor="middle",
+                textangle=90) for i, name in enumerate(row_names)])
+    return layout
 
 
 def rollout(attn: np.ndarray) -> np.ndarray:
