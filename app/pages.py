@@ -8,12 +8,14 @@ whose `explanation` is ready; the others get a context without a sentence.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
 
 from app import resources, sentence, state
+from app.admission import Waiting
 from app.context import Context
 from app.settings import Settings
 from app.views import card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
@@ -46,7 +48,8 @@ BY_SLUG = {p.slug: p for p in PAGES}
 
 def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
     """Draw one page: the title, the sentence and its translation (if the page takes
-    one), then the page itself with its context."""
+    one), then the page itself with its context. A run that may compute (another page,
+    sentence, model or options than this session's last) first passes the admission gate."""
     try:
         ckpt = resources.get_checkpoint(str(settings.checkpoint))
     except CheckpointError as exc:
@@ -54,15 +57,45 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
         return
     st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
     ctx = Context(ckpt, settings, pages=st_pages or {})
-    if page.takes_sentence:
-        text = sentence.input_ui(ckpt.src_lang)
-        ex = sentence.translation(ckpt, text, settings)
-        if ex is None:
+    text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
+    with admitted((page.slug, str(settings.checkpoint), text, settings.opts)) as ok:
+        if not ok:
             return
-        ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
-    st.session_state[state.PAGE] = page.slug      # links.publish writes what this page needs
-    with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
-        page.render(ctx)
+        if page.takes_sentence:
+            ex = sentence.translation(ckpt, text, settings)
+            if ex is None:
+                return
+            ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
+        st.session_state[state.PAGE] = page.slug      # links.publish writes what this page needs
+        with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
+            page.render(ctx)
+
+
+@contextmanager
+def admitted(work: tuple) -> Iterator[bool]:
+    """True when the page may be drawn: at once if this session last drew the same `work`
+    (a layer change, a click: light), else once the process's gate lets it through,
+    showing the student their place in line meanwhile. False: the line is full (said)."""
+    note = st.empty()        # drawn on every run: the page's elements keep their places
+    if st.session_state.get(state.ADMITTED) == work:
+        yield True
+        return
+    gate = resources.admission_gate()
+
+    def on_wait(w: Waiting) -> None:
+        note.info(f"Many students at once: you are number {w.position} in line for the server "
+                  f"(about {max(1, round(w.seconds))} s). Your page follows by itself.",
+                  icon=":material/hourglass_top:")
+
+    with gate.admitted(on_wait) as ok:
+        note.empty()
+        if not ok:
+            note.warning(f"The server is full right now: {gate.waiting} students are waiting. "
+                         "Please try again in a minute.", icon=":material/group:")
+            st.button("Try again", key="admission-retry")
+        yield ok
+        if ok:
+            st.session_state[state.ADMITTED] = work
 
 
 def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:

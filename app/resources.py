@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from app.admission import Gate
 from app.lab_jobs import Scheduler, machine_slots_from_env
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions
@@ -77,6 +78,18 @@ def get_figure(name: str, key: Hashable, _build: Callable[[], go.Figure]) -> go.
     """The figure `name` drawn from `key` (everything it depends on), built once per process.
     A widget change that does not touch `key` then costs no figure building."""
     return _build()
+
+
+# ---- admission -------------------------------------------------------------------------------
+ADMIT = int(os.environ.get("TRANSFORMER_ADMIT", 0)) or 2
+MAX_WAITING = int(os.environ.get("TRANSFORMER_MAX_WAITING", 60))
+
+
+@st.cache_resource(show_spinner=False)
+def admission_gate() -> Gate:
+    """The process's admission gate: ADMIT heavy page runs at once ($TRANSFORMER_ADMIT,
+    default 2), at most MAX_WAITING in line ($TRANSFORMER_MAX_WAITING, default 60)."""
+    return Gate(ADMIT, MAX_WAITING)
 
 
 # ---- the training lab --------------------------------------------------------------------------

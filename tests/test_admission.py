@@ -1,0 +1,151 @@
+"""The admission gate: capacity, arrival order, a bounded line, leaving it; and in the app,
+a heavy run waits for the gate while a light one does not."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.admission import Gate, Waiting
+from tests.conftest import ROOT
+
+APP = str(ROOT / "app" / "main.py")
+
+
+def hold(gate: Gate, release: threading.Event, entered: threading.Event | None = None) -> threading.Thread:
+    """A thread that takes a place through the gate and keeps it until `release` is set."""
+    def run() -> None:
+        with gate.admitted() as ok:
+            assert ok
+            if entered is not None:
+                entered.set()
+            release.wait(10)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def wait_until(cond, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_runs_go_through_in_arrival_order_capacity_at_a_time():
+    gate = Gate(capacity=2, max_waiting=10, poll=0.02)
+    release = threading.Event()
+    holders = [hold(gate, release) for _ in range(2)]
+    wait_until(lambda: gate.running == 2)
+    order: list[str] = []
+    told: dict[str, list[int]] = {}
+    lock = threading.Lock()
+
+    def student(name: str) -> None:
+        def on_wait(w: Waiting) -> None:
+            told.setdefault(name, []).append(w.position)
+        with gate.admitted(on_wait) as ok:
+            assert ok
+            with lock:
+                order.append(name)
+            time.sleep(0.05)
+
+    threads = []
+    for i, name in enumerate("abcd"):
+        threads.append(threading.Thread(target=student, args=(name,), daemon=True))
+        threads[-1].start()
+        wait_until(lambda i=i: gate.waiting == i + 1)   # each is in line before the next arrives
+    assert gate.running == 2 and order == []             # nobody passes a full gate
+    release.set()
+    for t in threads + holders:
+        t.join(5)
+    assert order == list("abcd")
+    assert told["a"][0] == 1 and told["d"][0] == 4        # each was told their place on arrival
+    assert told["d"] == sorted(told["d"], reverse=True)   # and it only ever moved forward
+    assert gate.running == 0 and gate.waiting == 0 and gate.waited == 4
+
+
+def test_a_full_line_turns_the_next_student_away_at_once():
+    gate = Gate(capacity=1, max_waiting=1, poll=0.02)
+    release = threading.Event()
+    holder = hold(gate, release)
+    wait_until(lambda: gate.running == 1)
+    waiter = threading.Thread(target=lambda: gate.admitted().__enter__(), daemon=True)
+    waiter.start()
+    wait_until(lambda: gate.waiting == 1)
+    start = time.monotonic()
+    with gate.admitted() as ok:
+        assert ok is False
+    assert time.monotonic() - start < 0.5 and gate.turned_away == 1
+    release.set()
+    holder.join(5)
+
+
+def test_a_stopped_student_leaves_the_line():
+    """Streamlit stops a waiting run (a rerun, a closed tab) by raising from the page's next
+    call, here on_wait: that student must leave the line and the next one move up."""
+    gate = Gate(capacity=1, max_waiting=5, poll=0.02)
+    release = threading.Event()
+    holder = hold(gate, release)
+    wait_until(lambda: gate.running == 1)
+
+    class Stopped(Exception):
+        pass
+
+    stop = threading.Event()
+
+    def leaver() -> None:
+        def on_wait(w: Waiting) -> None:
+            if stop.is_set():
+                raise Stopped
+        with pytest.raises(Stopped):
+            with gate.admitted(on_wait):
+                pass
+    t = threading.Thread(target=leaver, daemon=True)
+    t.start()
+    wait_until(lambda: gate.waiting == 1)
+    places: list[int] = []
+    second = threading.Thread(target=lambda: gate.admitted(lambda w: places.append(w.position)).__enter__(),
+                              daemon=True)
+    second.start()
+    wait_until(lambda: gate.waiting == 2)
+    stop.set()
+    t.join(5)
+    wait_until(lambda: gate.waiting == 1)
+    wait_until(lambda: places[-1:] == [1])
+    release.set()
+    holder.join(5)
+    second.join(5)
+    assert gate.waiting == 0
+
+
+def test_in_the_app_a_new_page_waits_for_the_gate_and_a_layer_change_does_not(app_checkpoints, monkeypatch):
+    from app import resources
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()                                             # the overview, admitted at once
+    assert not at.exception
+    gate = resources.admission_gate()
+    release, entered = threading.Event(), threading.Event()
+    holders = [hold(gate, release, entered) for _ in range(gate.capacity)]   # other students' pages
+    wait_until(lambda: gate.running == gate.capacity)
+    waited = gate.waited
+    threading.Timer(1.0, release.set).start()
+    start = time.monotonic()
+    at.text_input(key="text").set_value("A dog runs on the beach.").run()     # new sentence: heavy
+    assert time.monotonic() - start >= 0.9, "the run did not wait for the gate"
+    assert not at.exception and gate.waited == waited + 1
+    assert not [i for i in at.info if "in line" in i.value]                   # the note is gone
+    for t in holders:
+        t.join(5)
+    release2 = threading.Event()
+    holders = [hold(gate, release2) for _ in range(gate.capacity)]
+    wait_until(lambda: gate.running == gate.capacity)
+    start = time.monotonic()
+    at.run()                                             # the same page and sentence again: light
+    assert time.monotonic() - start < 5 and gate.waited == waited + 1 and not at.exception
+    release2.set()
+    for t in holders:
+        t.join(5)
