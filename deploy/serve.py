@@ -14,8 +14,10 @@ is served by several processes. HAProxy (Debian's package `haproxy`) in front of
   to a live one, which rebuilds their page from the link in the address bar.
 `--backend HOST:PORT` adds app servers on other machines (each started there with
 `streamlit run app/main.py --server.port PORT --server.address 0.0.0.0`); the same
-configuration balances over all of them. This launcher restarts local processes that
-die, and stops everything on Ctrl-C / SIGTERM.
+configuration balances over all of them. This launcher warms each local process up (one
+session draws the first pages: the model is loaded and the default sentence cached before
+the first student; deploy/warmup.py), restarts local processes that die (and warms them),
+and stops everything on Ctrl-C / SIGTERM.
 """
 from __future__ import annotations
 
@@ -26,12 +28,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from deploy.warmup import warm_blocking  # noqa: E402
+
 COOKIE = "TXSRV"
 COMPRESSED_TYPES = ("text/html", "text/css", "text/javascript", "application/javascript", "application/json",
                     "image/svg+xml", "text/plain")
@@ -129,6 +136,25 @@ class Launcher:
         self.proxy = subprocess.Popen([haproxy, "-db", "-f", str(conf)])
         print(f"serving on http://{self.args.bind} ({len(self.ports)} local process(es) on ports "
               f"{', '.join(map(str, self.ports))}; HAProxy config {conf})", file=sys.stderr, flush=True)
+        if self.args.warmup:
+            for port in self.ports:
+                self.warm_in_background(port)
+
+    def warm_in_background(self, port: int) -> threading.Thread:
+        """Warm the process on `port` up once it is healthy; students may already arrive meanwhile
+        (they then share its work through the app's caches)."""
+        def run() -> None:
+            deadline = time.time() + 180
+            while not healthy(port) and time.time() < deadline and not self.stopping:
+                time.sleep(0.5)
+            try:
+                seconds = warm_blocking(port)
+                print(f"app process on port {port} warmed up in {seconds:.1f} s", file=sys.stderr, flush=True)
+            except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs the first student time
+                print(f"warning: warming up the app process on port {port} failed: {exc}", file=sys.stderr)
+        t = threading.Thread(target=run, name=f"warmup-{port}", daemon=True)
+        t.start()
+        return t
 
     def wait_healthy(self, timeout: float = 180) -> None:
         deadline = time.time() + timeout
@@ -146,6 +172,8 @@ class Launcher:
                 if proc.poll() is not None and not self.stopping:
                     print(f"app process on port {port} exited ({proc.returncode}); restarting", file=sys.stderr)
                     self.start_app(port)
+                    if self.args.warmup:
+                        self.warm_in_background(port)
             if self.proxy is not None and self.proxy.poll() is not None and not self.stopping:
                 print("haproxy exited; stopping", file=sys.stderr)
                 break
@@ -182,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="an app server on another machine (repeatable)")
     p.add_argument("--max-sessions", type=int, default=0,
                    help="connections per app process before HAProxy queues new ones (default 0: no limit)")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="do not warm each process up (load the model, draw the first pages) before students come")
     p.add_argument("--quiet", action="store_true", help="no app process output")
     args = p.parse_args(argv)
     for b in args.backend:

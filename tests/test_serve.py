@@ -11,6 +11,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from tests.conftest import CHROMIUM, ROOT, wait_healthy
 from tests.test_e2e import choose, free_port, settle, shown_value
 
 HAPROXY = shutil.which("haproxy")
+LAUNCHER_OUTPUT: list[str] = []      # what deploy/serve.py printed (read by a thread as it comes)
 needs_haproxy = pytest.mark.skipif(HAPROXY is None, reason="haproxy not installed (apt-get install -y haproxy)")
 
 
@@ -57,6 +60,8 @@ def proxy(app_checkpoints):
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     wait_healthy(url, launcher)
+    LAUNCHER_OUTPUT.clear()
+    threading.Thread(target=lambda: LAUNCHER_OUTPUT.extend(iter(launcher.stdout.readline, "")), daemon=True).start()
     yield url, (first, first + 1)
     launcher.send_signal(signal.SIGTERM)
     launcher.wait(timeout=30)
@@ -67,6 +72,19 @@ def get(url: str, path: str, cookies: dict[str, str]) -> dict[str, str]:
     status, _, headers = asyncio.run(http_get(host, int(port), path, cookies))
     assert status == 200, (path, status)
     return headers
+
+
+@needs_haproxy
+def test_each_process_is_warmed_up_before_students_come(proxy):
+    """serve.py draws the first pages once in each process (deploy/warmup.py): the model is
+    loaded, and the pages ran without an exception (warm-up fails on one)."""
+    _, ports = proxy
+    deadline = time.time() + 240
+    while time.time() < deadline and not all(any(f"port {p} warmed up" in line for line in LAUNCHER_OUTPUT)
+                                              for p in ports):
+        assert not any("warming up" in line and "failed" in line for line in LAUNCHER_OUTPUT), LAUNCHER_OUTPUT
+        time.sleep(0.5)
+    assert all(any(f"port {p} warmed up" in line for line in LAUNCHER_OUTPUT) for p in ports), LAUNCHER_OUTPUT
 
 
 @needs_haproxy
