@@ -109,6 +109,7 @@ class Run:
     ok: bool
     error: str = ""
     with_static: float | None = None   # first page: plus the HTTP requests before the websocket
+    waited: bool = False               # the page showed the admission gate's "in line" note
 
 
 @dataclass
@@ -131,6 +132,7 @@ class Student:
         self.cache: dict[str, object] = {}
         self.done: asyncio.Future | None = None
         self.fragment_run = False
+        self.saw_wait = False
         self.ws = None
         self.reader: asyncio.Task | None = None
 
@@ -209,6 +211,8 @@ class Student:
         proto = getattr(el, kind)
         if kind == "markdown":
             self.markdown[path] = proto.body
+        elif kind == "alert" and " in line " in proto.body:
+            self.saw_wait = True
         elif kind == "exception":
             self.exceptions.append(proto.message[:200])
         if "id" in proto.DESCRIPTOR.fields_by_name and proto.id.startswith("$$ID-") and proto.id.count("-") >= 2:
@@ -232,6 +236,7 @@ class Student:
         client.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
         self.done = asyncio.get_running_loop().create_future()
         self.fragment_run = bool(fragment)
+        self.saw_wait = False
         start = time.monotonic()
         try:
             await self.ws.send(BackMsg(rerun_script=client).SerializeToString())
@@ -243,7 +248,7 @@ class Student:
             got = self.translation()
             if expect is not None and got != expect:
                 problems.append(f"translation {got!r}, expected {expect!r}")
-            run = Run(kind, time.monotonic() - start, not problems, "; ".join(problems))
+            run = Run(kind, time.monotonic() - start, not problems, "; ".join(problems), waited=self.saw_wait)
         self.runs.append(run)
         return run
 
@@ -341,7 +346,8 @@ def summary(n: int, runs: list[Run], cores: float, expected: dict[str, str]) -> 
             "first_static_p95": pct([r.with_static or r.seconds for r in first], 0.95),
             "first_static_p50": pct([r.with_static or r.seconds for r in first], 0.5),
             "change_p50": pct([r.seconds for r in later], 0.5), "change_p95": pct([r.seconds for r in later], 0.95),
-            "cpu_cores": cores, "error_examples": errors[:3]}
+            "cpu_cores": cores, "error_examples": errors[:3],
+            "waited_first": sum(r.waited for r in first), "waited_later": sum(r.waited for r in later)}
 
 
 def expected_translations(checkpoint: str, texts: list[str]) -> dict[str, str]:
@@ -393,8 +399,8 @@ def main() -> None:
     static = [] if args.no_static else static_paths(args.url)
     print(f"{len(static)} static files per first visit; scenario {args.scenario}", flush=True)
     print("| students | first page p50 / p95 | + static p50 / p95 | change p50 / p95 | CPU cores | static MB "
-          "| errors |")
-    print("|---|---|---|---|---|---|---|")
+          "| errors | waited in line (first / later) |")
+    print("|---|---|---|---|---|---|---|---|")
     out = []
     for n in [int(x) for x in args.students.split(",")]:
         s = asyncio.run(level(args, n, expected, static))
@@ -402,7 +408,7 @@ def main() -> None:
         print(f"| {n} | {fmt(s['first_p50'])} / {fmt(s['first_p95'])} s | {fmt(s['first_static_p50'])} / "
               f"{fmt(s['first_static_p95'])} s | {fmt(s['change_p50'])} / {fmt(s['change_p95'])} s | "
               f"{s['cpu_cores']:.2f} | {s['static_mb']:.1f} | {s['errors']} of {s['runs']} "
-              f"(cross-talk {s['crosstalk']}) |", flush=True)
+              f"(cross-talk {s['crosstalk']}) | {s['waited_first']} / {s['waited_later']} |", flush=True)
         for e in s["error_examples"]:
             print(f"    error: {e}", flush=True)
         time.sleep(args.pause)
