@@ -102,13 +102,18 @@ def test_each_browser_stays_on_one_process_by_cookie(proxy):
 
 
 @needs_haproxy
-def test_static_files_come_gzipped(proxy):
+def test_static_files_come_gzipped_and_from_the_proxys_cache(proxy):
     url, _ = proxy
-    jar: dict[str, str] = {}
     index = urllib.request.urlopen(url + "/").read().decode()
     script = next(part.split('"')[0] for part in index.split('src="')[1:] if part.split('"')[0].endswith(".js"))
-    headers = get(url, script if script.startswith("/") else "/" + script, jar)
-    assert headers.get("content-encoding") == "gzip", headers
+    path = "/" + script.removeprefix("./").lstrip("/")
+    first = get(url, path, {})                          # a first browser: may come from an app process
+    assert first.get("content-encoding") == "gzip", first
+    again = get(url, path, {})                          # the next browser: from HAProxy's cache
+    assert again.get("content-encoding") == "gzip", again
+    assert again.get("x-served-by") == "" and "age" in again, again     # no app process served it
+    page = get(url, "/", {})                            # the page itself is never cached
+    assert page.get("x-served-by") in ("app1", "app2"), page
 
 
 @needs_haproxy
