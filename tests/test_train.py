@@ -132,6 +132,14 @@ def test_missing_split_is_named(tmp_path, capsys):
     assert "val.src" in capsys.readouterr().err
 
 
+def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
+    (tmp_path / "amd").write_text("flags\t\t: fpu avx f16c avx2\n")
+    (tmp_path / "xeon").write_text("flags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n")
+    assert train.cpu_has_native_bf16(tmp_path / "amd") is False
+    assert train.cpu_has_native_bf16(tmp_path / "xeon") is True
+    assert train.cpu_has_native_bf16(tmp_path / "missing") is None
+
+
 def test_learning_rate_schedule():
     assert training.learning_rate(300, 1e-3, 600) == pytest.approx(5e-4)
     assert training.learning_rate(600, 1e-3, 600) == pytest.approx(1e-3)
