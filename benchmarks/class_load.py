@@ -118,6 +118,7 @@ class Student:
     url: str
     query: dict[str, str]
     page_hash: str = ""
+    page: str = ""          # the page's URL path (as in a browser's address bar); sets page_hash
     cookies: dict[str, str] = field(default_factory=dict)
     widgets: dict[str, tuple[str, object]] = field(default_factory=dict)   # key -> (element id, proto)
     fragments: dict[str, str] = field(default_factory=dict)    # widget key -> the fragment it is drawn in
@@ -127,6 +128,8 @@ class Student:
     runs: list[Run] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.page:
+            self.page_hash = calc_hash(self.page)
         u = urllib.parse.urlsplit(self.url)
         self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
         self.cache: dict[str, object] = {}
@@ -232,7 +235,7 @@ class Student:
         BackMsg, ClientState, ContextInfo, _, _, WidgetStates = _pb()
         client = ClientState(query_string=urllib.parse.urlencode(self.query), page_script_hash=self.page_hash,
                              cached_message_hashes=list(self.cache), fragment_id=fragment,
-                             context_info=ContextInfo(timezone="UTC", locale="en-US", url=self.url))
+                             context_info=ContextInfo(timezone="UTC", locale="en-US", url=self.address()))
         client.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
         self.done = asyncio.get_running_loop().create_future()
         self.fragment_run = bool(fragment)
@@ -251,6 +254,12 @@ class Student:
             run = Run(kind, time.monotonic() - start, not problems, "; ".join(problems), waited=self.saw_wait)
         self.runs.append(run)
         return run
+
+    def address(self) -> str:
+        """The address bar: the page's path and the link's parameters (a link at / with a
+        sentence and no block is an old explorer link, and the app opens the explorer)."""
+        query = urllib.parse.urlencode(self.query)
+        return f"{self.url.rstrip('/')}/{self.page}" + (f"?{query}" if query else "")
 
     def choose(self, key: str, rng: random.Random):
         """A WidgetState picking another option of the selectbox `key`."""
@@ -311,7 +320,7 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
     students = []
     for i in range(n):
         text = SENTENCES[0] if shared else SENTENCES[i % len(SENTENCES)]
-        s = Student(args.url, {"text": text}, page_hash=calc_hash("step" if shared else "explore"))
+        s = Student(args.url, {"text": text}, page="step" if shared else "explore")
         students.append((s, expected[text]))
     results = await asyncio.wait_for(asyncio.gather(*(student(s, e, args.changes, random.Random(rng.random()), static,
                                                               shared) for s, e in students), return_exceptions=True),
