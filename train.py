@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from model.card import write_card
+from model.card import read_training_log, write_card
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_weights, save_checkpoint, save_weights
 from model.config import PRESETS, ModelConfig, preset
 from model.data import DataError, Example, collate, make_examples, read_parallel, token_batches
@@ -255,25 +255,22 @@ def load_last(work: Path, optimizer: torch.optim.Optimizer) -> tuple[Progress, l
     torch.set_rng_state(state["torch_rng"])
     random.setstate(_to_tuple(state["python_rng"]))
     progress = Progress(**json.loads((last / "progress.json").read_text()))
-    log_text = (last / "training_log.jsonl").read_text()
-    return progress, [json.loads(line) for line in log_text.splitlines() if line]
+    return progress, read_training_log(last)
 
 
-def finished_progress(directory: str | Path) -> tuple[Progress, list[dict]]:
+def finished_progress(start: Checkpoint) -> tuple[Progress, list[dict]]:
     """Where a finished checkpoint's training ended: its step, epoch and time counts, its log."""
-    config = json.loads((Path(directory) / "config.json").read_text())
-    log_path = Path(directory) / "training_log.jsonl"
-    log = [json.loads(line) for line in log_path.read_text().splitlines() if line] if log_path.is_file() else []
-    elapsed = max(60.0 * float(config.get("training_time_min", 0.0)), log[-1]["wall_time_s"] if log else 0.0)
-    return Progress(step=int(config.get("steps", 0)), epoch=int(config.get("epochs", 0)), elapsed=elapsed), log
+    meta, log = start.meta, read_training_log(start.path)
+    elapsed = max(60.0 * float(meta.get("training_time_min", 0.0)), log[-1]["wall_time_s"] if log else 0.0)
+    return Progress(step=int(meta.get("steps", 0)), epoch=int(meta.get("epochs", 0)), elapsed=elapsed), log
 
 
-def continued_from(directory: str | Path) -> dict[str, Any]:
+def continued_from(start: Checkpoint) -> dict[str, Any]:
     """What the model card says about the run a continued one started from."""
-    config = json.loads((Path(directory) / "config.json").read_text())
-    return {"checkpoint": str(directory), "epochs": config.get("epochs"), "steps": config.get("steps"),
-            "val_bleu": config.get("val_bleu"), "selected": config.get("selected"),
-            "train_args": config.get("train_args", {})}
+    meta = start.meta
+    return {"checkpoint": str(start.path), "epochs": meta.get("epochs"), "steps": meta.get("steps"),
+            "val_bleu": meta.get("val_bleu"), "selected": meta.get("selected"),
+            "train_args": meta.get("train_args", {})}
 
 
 def _to_tuple(x: Any) -> Any:
@@ -308,8 +305,8 @@ class Trainer:
         if args.resume:
             self.progress, self.log = load_last(self.work, self.optimizer)
         elif args.init_from:
-            self.progress, self.log = finished_progress(args.init_from)
-            args.continued_from = continued_from(args.init_from)     # saved with the args: a resume keeps it
+            self.progress, self.log = finished_progress(start)
+            args.continued_from = continued_from(start)     # saved with the args: a resume keeps it
         restart = (getattr(args, "continued_from", None) or {}).get("steps", 0)
         self.schedule = Schedule(args.lr, args.warmup, args.epochs, args.cooldown_epochs,
                                  restart=restart, rewarm=args.rewarm if restart else 0)

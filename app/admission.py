@@ -25,7 +25,6 @@ from dataclasses import dataclass
 class Waiting:
     """What a waiting student is told: their place (1 = next) and a time estimate."""
     position: int
-    running: int
     seconds: float
 
 
@@ -97,7 +96,7 @@ class Gate:
                     self._cond.notify_all()      # the next in line recomputes its place
                     return
                 place = self._line.index(ticket) + 1
-                news = Waiting(place, self._running, place * self.mean_run / self.capacity)
+                news = Waiting(place, place * self.mean_run / self.capacity)
             now = time.monotonic()
             if place != told[0] or now - told[1] >= 1.0:
                 on_wait(news)                    # outside the lock: it draws on the page

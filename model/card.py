@@ -19,12 +19,17 @@ def _read_json(path: Path, default: Any) -> Any:
         return default
 
 
+def read_training_log(directory: str | Path) -> list[dict]:
+    """A checkpoint directory's training_log.jsonl, one record per epoch (empty if it has none)."""
+    path = Path(directory) / "training_log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.is_file() else []
+
+
 def render_card(directory: str | Path) -> str:
     d = Path(directory)
     config = _read_json(d / "config.json", {})
     cfg = ModelConfig.from_dict(config["model"])
-    log = [json.loads(line) for line in (d / "training_log.jsonl").read_text().splitlines() if line] \
-        if (d / "training_log.jsonl").is_file() else []
+    log = read_training_log(d)
     evals = _read_json(d / EVAL_RESULTS, {})
     src, tgt = config.get("src_lang", "?"), config.get("tgt_lang", "?")
     args = config.get("train_args", {})
