@@ -20,7 +20,7 @@ from typing import Any
 import streamlit as st
 
 from app import state
-from app.settings import CHECKPOINT, LINKED, OV_BLOCK, TEXT
+from app.settings import ALPHA, CHECKPOINT, LINKED, OV_BLOCK, TEXT
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
 LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
@@ -76,14 +76,18 @@ def _opened_at_root(pages: Iterable[str]) -> bool:
     return urllib.parse.urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] not in set(pages)
 
 
-def current(values: Mapping[str, Any], step: int, page: str | None = None) -> dict[str, str]:
+def current(values: Mapping[str, Any], step: int, page: str | None = None,
+            defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The owners' values -> URL parameters: the sentence, and every other setting that
-    differs from its default (on the overview, its block always: see the module's text)."""
+    differs from its default (on the overview, its block always: see the module's text).
+    `defaults` overrides a spec's default by setting name (the model's own alpha)."""
     out = {}
     always = {TEXT} | ({OV_BLOCK} if page == LANDING else set())
+    defaults = defaults or {}
     for param, spec in LINKED.items():
-        value = values.get(spec.name, spec.default if spec in always else None)
-        if value is None or (value == spec.default and spec not in always):
+        default = defaults.get(spec.name, spec.default)
+        value = values.get(spec.name, default if spec in always else None)
+        if value is None or (value == default and spec not in always):
             continue
         out[param] = spec.to_link(value)
     if step:
@@ -96,7 +100,9 @@ def publish() -> None:
     if not st.session_state.get(state.LINK_READ):
         return
     cursor = state.cursor()
+    model_alpha = st.session_state.get(state.MODEL_ALPHA)
     wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step,
-                     st.session_state.get(state.PAGE))
+                     st.session_state.get(state.PAGE),
+                     {ALPHA.name: model_alpha} if model_alpha is not None else None)
     if dict(st.query_params) != wanted:
         st.query_params.from_dict(wanted)

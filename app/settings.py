@@ -16,6 +16,7 @@ import streamlit as st
 
 from app import figures, state
 from app.diagram import BLOCK_IDS
+from model.checkpoint import CheckpointError, beam_alpha, read_config
 from model.decoding import BEAM_SIZES, METHODS, DecodeOptions
 from model.kinds import KIND_NAMES
 from model.lab import SWITCHES
@@ -62,7 +63,7 @@ TEXT = Setting("text", "text", "")
 CHECKPOINT = Setting("checkpoint", "checkpoint", "multi30k-en-de")
 METHOD = Setting("method", "method", "beam", choices=METHODS)
 BEAM = Setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
-ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=(0.0, 2.0), step=0.1)
+ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=(0.0, 3.0), step=0.1)   # default: the model's own
 TEMPERATURE = Setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
 TOP_K = Setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
 TOP_P = Setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
@@ -220,14 +221,36 @@ HELP = {
 }
 
 
-def decoding_ui() -> DecodeOptions:
+def model_alpha(checkpoint: Path) -> float:
+    """The beam length penalty a checkpoint was tuned for (config.json), else the usual default."""
+    try:
+        return beam_alpha(read_config(checkpoint))
+    except CheckpointError:
+        return ALPHA.default
+
+
+def follow_model_alpha(alpha: float) -> None:
+    """The alpha slider starts at the chosen model's alpha and follows it when the model
+    changes, unless the student moved it away from the previous model's. The model's
+    alpha is kept for the link (a link leaves out an alpha equal to its model's)."""
+    ss = st.session_state
+    before = ss.get(state.MODEL_ALPHA)
+    if before is not None and before != alpha and state.get(ALPHA.name, before) == before:
+        state.set_widget(ALPHA.name, alpha)
+    ss[state.MODEL_ALPHA] = alpha
+
+
+def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
+    """The decoding widgets; `alpha` is the model's own length penalty."""
     sb = st.sidebar
     sb.subheader("Decoding")
+    follow_model_alpha(alpha)
     method = radio(sb, METHOD, "Method", horizontal=True, help=HELP["method"])
     kw: dict = {"method": method, "record_steps": True, "record_top_k": 8}
     if method == "beam":
         kw["beam_size"] = slider(sb, BEAM, "Beam size")
-        kw["alpha"] = slider(sb, ALPHA, "Length penalty α (GNMT)", help=HELP["alpha"])
+        kw["alpha"] = slider(sb, ALPHA, "Length penalty α (GNMT)", default=alpha,
+                             help=f"{HELP['alpha']}; this model's own: {alpha:g}")
     if method == "sample":
         kw["temperature"] = slider(sb, TEMPERATURE, "Temperature", help=HELP["temperature"])
         kw["top_k"] = slider(sb, TOP_K, "Top-k (0 = all tokens)")
@@ -240,9 +263,10 @@ def sidebar(checkpoints: list[Path], default: str) -> Settings:
     names = [p.name for p in checkpoints]
     name = selectbox(st.sidebar, CHECKPOINT, "Checkpoint", names, default=default,
                      help="every checkpoint directory found in checkpoints/")
-    opts = decoding_ui()
+    chosen = checkpoints[names.index(name)]
+    opts = decoding_ui(model_alpha(chosen))
     st.sidebar.subheader("Display")
     projector = toggle(st.sidebar, PROJECTOR, "Projector mode (large fonts, high contrast)")
     image_format = radio(st.sidebar, IMAGE_FORMAT, "Figure download format", horizontal=True,
                          help="the camera icon above each figure downloads it in this format")
-    return Settings(checkpoints[names.index(name)], opts, projector, image_format)
+    return Settings(chosen, opts, projector, image_format)

@@ -10,6 +10,8 @@ has one owner here, in the session's `st.session_state`:
     session_state["cursor"]   the step-through page's StepCursor (app/cursor.py)
     session_state["link_read"]  True once the link's parameters were read (app/links.py)
     session_state["page"]     the slug of the page drawn last (app/pages.py)
+    session_state["model_alpha"]  the chosen model's own beam length penalty (config.json):
+                              the alpha slider's default, left out of links (app/settings.py)
     session_state["admitted"] what the session's last whole page was drawn from (page,
                               model, sentence, options): a run with anything new there
                               passes the admission gate (app/pages.py, app/admission.py)
@@ -28,6 +30,7 @@ import streamlit as st
 from app.cursor import StepCursor
 
 VALUES, CURSOR, LINK_READ, PAGE, ADMITTED = "values", "cursor", "link_read", "page", "admitted"
+MODEL_ALPHA = "model_alpha"
 
 
 def values() -> dict[str, Any]:

@@ -70,12 +70,13 @@ def render_card(directory: str | Path) -> str:
         lines += [f"| {r['epoch']} | {r['step']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} | "
                   f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
         lines.append("")
-    lines += ["## Quality", ""]
+    lines += [*_decoding(config.get("decoding")), "## Quality", ""]
     if evals:
         lines += [f"sacrebleu on detokenized, cased text, `{evals.get('split')}`:", "",
                   "| decoding | BLEU | chrF |", "|---|---|---|"]
         for name, r in evals.get("results", {}).items():
-            lines.append(f"| {name} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
+            alpha = f" (α {r['alpha']:g})" if "alpha" in r else ""
+            lines.append(f"| {name}{alpha} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
         first = next(iter(evals.get("results", {}).values()), {})
         sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
         lines += ["", f"Signatures: {sigs}.",
@@ -104,6 +105,20 @@ def _continued(args: dict[str, Any]) -> list[str]:
             f"cooldown {a.get('cooldown_epochs', 0) or 'none'}); the rest continued from those weights with "
             f"`--init-from` (an empty optimizer, the rate ramped up again over {args.get('rewarm', '?')} steps, "
             f"amp {args.get('amp', '?')})"]
+
+
+def _decoding(decoding: dict[str, Any] | None) -> list[str]:
+    """The beam length penalty chosen by `python -m model.tune`, with what it tried."""
+    if not decoding:
+        return []
+    lines = ["## Decoding", "",
+             f"Beam search uses the GNMT length penalty α = {decoding['alpha']:g} by default (the translate and "
+             f"trace CLIs, `model.evaluate` and the app), chosen on `{decoding.get('chosen_on', '?')}` with beam "
+             f"{decoding.get('beam_size', '?')} by `python -m model.tune`:", "",
+             "| α | BLEU | brevity penalty | length ratio |", "|---|---|---|---|"]
+    lines += [f"| {t['alpha']:g} | {t['bleu']:.2f} | {t['brevity']:.3f} | {t['length_ratio']:.3f} |"
+              for t in decoding.get("tried", [])]
+    return [*lines, ""]
 
 
 def write_card(directory: str | Path) -> Path:

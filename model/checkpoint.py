@@ -4,6 +4,7 @@
     model.safetensors    weights (tied embeddings stored once); never a pickle
     spm.model            sentencepiece model (joint vocabulary), or spm.src.model + spm.tgt.model
     vocab.json           (optional) piece -> id, shared by both sentencepiece models (imported Marian models)
+    config.json "decoding"  (optional) {"alpha": ...}: the beam length penalty chosen on val (model/tune.py)
     training_log.jsonl   one JSON line per epoch (written by train.py)
     README.md            model card
     attention_snapshots.json  (optional) attention of a few fixed sentences per epoch
@@ -27,10 +28,12 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from model.config import ModelConfig
+from model.decoding import DecodeOptions
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
 
 FORMAT = "transformer-checkpoint/1"
+DEFAULT_ALPHA = DecodeOptions.alpha     # for a checkpoint with no "decoding" entry
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 VOCAB = "vocab.json"
@@ -63,6 +66,29 @@ class Checkpoint:
     @property
     def tgt_lang(self) -> str:
         return self.meta.get("tgt_lang", "tgt")
+
+    @property
+    def beam_alpha(self) -> float:
+        """The beam's GNMT length-penalty exponent this checkpoint was tuned for
+        (config.json "decoding", written by `python -m model.tune`), else DecodeOptions' default."""
+        return beam_alpha(self.meta)
+
+
+def beam_alpha(config: dict[str, Any]) -> float:
+    """config.json (or a checkpoint's meta) -> its beam length-penalty exponent."""
+    return float(config.get("decoding", {}).get("alpha", DEFAULT_ALPHA))
+
+
+def write_decoding(directory: str | Path, decoding: dict[str, Any]) -> Path:
+    """Store decoding defaults (e.g. {"alpha": 1.5, "chosen_on": "val", ...}) in a
+    checkpoint's config.json, written atomically."""
+    config = read_config(directory)
+    config["decoding"] = decoding
+    path = Path(directory) / CONFIG
+    tmp = path.with_name(f".{CONFIG}.{os.getpid()}")
+    tmp.write_text(json.dumps(config, indent=2) + "\n")
+    tmp.replace(path)
+    return path
 
 
 def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: Tokenizer,

@@ -29,7 +29,9 @@ def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") ->
     g.add_argument("--length-penalty", default=d.length_penalty, choices=LENGTH_PENALTIES,
                    help=f"beam score normalisation: gnmt = logp / ((5+n)/6)^alpha, "
                         f"average = logp / n, none = logp (default {d.length_penalty})")
-    g.add_argument("--alpha", type=float, default=d.alpha, help=f"GNMT length penalty exponent (default {d.alpha})")
+    g.add_argument("--alpha", type=float,
+                   help=f"GNMT length penalty exponent (default: the checkpoint's, chosen on val by "
+                        f"model.tune; {d.alpha} for a checkpoint without one)")
     g.add_argument("--temperature", type=float, default=d.temperature,
                    help=f"sampling temperature (default {d.temperature})")
     g.add_argument("--top-k", type=int, default=d.top_k, help="sampling: only the k likeliest tokens (0: all)")
@@ -38,10 +40,11 @@ def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") ->
     g.add_argument("--seed", type=int, default=d.seed, help=f"sampling seed (default {d.seed})")
 
 
-def decode_options(args: argparse.Namespace, record_steps: bool = False) -> DecodeOptions:
+def decode_options(args: argparse.Namespace, ckpt: Checkpoint, record_steps: bool = False) -> DecodeOptions:
+    """The decoding flags as DecodeOptions; --alpha not given: the checkpoint's own."""
     try:
         return DecodeOptions(method=args.decode, beam_size=args.beam_size, length_penalty=args.length_penalty,
-                             alpha=args.alpha, temperature=args.temperature, top_k=args.top_k,
+                             alpha=ckpt.beam_alpha if args.alpha is None else args.alpha, temperature=args.temperature, top_k=args.top_k,
                              top_p=args.top_p, seed=args.seed, record_steps=record_steps)
     except ValueError as exc:
         fail(str(exc))

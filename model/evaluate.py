@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default="../shared/data/multi30k", help="Multi30K-style directory")
     p.add_argument("--split", default="test_2016_flickr", help="split name (default test_2016_flickr)")
     p.add_argument("--beam-size", type=int, default=4, help="beam width scored besides greedy (default 4)")
-    p.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty for beam (default 0.6)")
+    p.add_argument("--alpha", type=float,
+                   help="GNMT length penalty for beam (default: the checkpoint's, chosen on val by model.tune)")
     p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--json", help="also write the scores to this JSON file")
     p.add_argument("--write-card", action="store_true",
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     sources, refs = sources[: args.limit], refs[: args.limit]
     runs = {"greedy": DecodeOptions("greedy")}
     if args.beam_size > 1:
-        runs[f"beam {args.beam_size}"] = DecodeOptions("beam", beam_size=args.beam_size, alpha=args.alpha)
+        alpha = ckpt.beam_alpha if args.alpha is None else args.alpha
+        runs[f"beam {args.beam_size}"] = DecodeOptions("beam", beam_size=args.beam_size, alpha=alpha)
     table = {}
     for name, opts in runs.items():
         start = time.time()
@@ -51,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             hyps = translate(ckpt, sources, opts, batch_size=64, on_progress=bar.update)
         scores = corpus_scores(hyps, refs)
         table[name] = {"bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2),
+                       **({"alpha": opts.alpha} if opts.method == "beam" else {}),
                        "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
                        "seconds": round(time.time() - start, 1)}
         print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}")

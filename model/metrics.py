@@ -12,6 +12,8 @@ class Scores:
     chrf: float
     bleu_signature: str
     chrf_signature: str
+    brevity: float = 1.0        # BLEU's brevity penalty (below 1: the outputs are shorter than the references)
+    length_ratio: float = 1.0   # output tokens / reference tokens, as BLEU counts them
 
     def __str__(self) -> str:
         return f"BLEU {self.bleu:.2f} ({self.bleu_signature})  chrF {self.chrf:.2f} ({self.chrf_signature})"
@@ -25,4 +27,5 @@ def corpus_scores(hypotheses: list[str], references: list[str]) -> Scores:
     chrf = sacrebleu.metrics.CHRF()
     b = bleu.corpus_score(hypotheses, [references])
     c = chrf.corpus_score(hypotheses, [references])
-    return Scores(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()))
+    return Scores(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()),
+                  b.bp, b.sys_len / max(b.ref_len, 1))

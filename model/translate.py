@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.batch_size < 1:
         fail("--batch-size must be at least 1")
-    opts = decode_options(args)
     ckpt = load_or_exit(args)
+    opts = decode_options(args, ckpt)
     try:
         text = open(args.input, encoding="utf-8").read() if args.input else sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:

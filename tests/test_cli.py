@@ -101,7 +101,7 @@ def test_trace_refuses_bad_input_with_one_line(ckpt_dir, tmp_path, args, needle)
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.convert", "train"])
+@pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.tune", "model.convert", "train"])
 def test_help_explains(module):
     done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
@@ -115,3 +115,43 @@ def _shape(x) -> tuple:
         shape.append(len(x))
         x = x[0]
     return tuple(shape)
+
+
+# ---- the length penalty chosen on val (model.tune) -----------------------------------------------
+def test_tune_stores_the_best_alpha_that_the_clis_then_use(tokenizer, tmp_path):
+    import argparse
+
+    from model.card import render_card
+    from model.checkpoint import load_checkpoint
+    from model.cli import add_decode_args, decode_options
+    from tests.conftest import sentences
+    ck, data = tmp_path / "ck", tmp_path / "data"
+    make_checkpoint(tokenizer, ck)
+    data.mkdir()
+    lines = sentences(12, seed=3)
+    for lang in ("en", "de"):
+        (data / f"val.{lang}").write_text("\n".join(lines) + "\n")
+    done = run("model.tune", "--checkpoint", str(ck), "--data", str(data), "--alphas", "0,2.5", "--write")
+    assert done.returncode == 0, done.stderr
+    rows = {float(r.split()[0]): float(r.split()[1]) for r in done.stdout.splitlines()[2:4]}
+    assert set(rows) == {0.0, 2.5}
+    chosen = max(rows, key=lambda a: (rows[a], -a))
+    assert load_checkpoint(ck).beam_alpha == chosen and f"best: alpha {chosen}" in done.stdout
+    assert f"α = {chosen:g}" in render_card(ck) and "| 2.5 |" in render_card(ck)
+
+    p = argparse.ArgumentParser()
+    add_decode_args(p)
+    ckpt = load_checkpoint(ck)
+    assert decode_options(p.parse_args([]), ckpt).alpha == chosen           # no --alpha: the checkpoint's
+    assert decode_options(p.parse_args(["--alpha", "0.3"]), ckpt).alpha == 0.3
+
+
+def test_tune_refuses_to_choose_on_a_test_split(ckpt_dir):
+    done = run("model.tune", "--checkpoint", str(ckpt_dir), "--split", "test_2016_flickr", "--write")
+    assert done.returncode == 2 and "validation split" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_tune_picks_the_highest_bleu_and_the_smaller_alpha_on_a_tie():
+    from model.tune import Trial, best
+    trials = [Trial(a, b, 1.0, 1.0, "") for a, b in ((0.6, 30.0), (1.0, 31.0), (1.4, 31.0), (2.0, 29.0))]
+    assert best(trials).alpha == 1.0

@@ -177,3 +177,41 @@ def test_links_hold_the_sentence_and_what_differs_from_the_defaults():
 def test_page_slugs_are_unique_and_every_page_renders_through_the_registry():
     assert len(SLUGS) == len(set(SLUGS)) and SLUGS[0] == "overview"
     assert all(callable(p.render) for p in PAGES)
+
+
+# ---- the model's own length penalty ---------------------------------------------------------------
+def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_path, monkeypatch):
+    """A checkpoint tuned for alpha 1.5 (config.json "decoding") opens with 1.5 and a link
+    without alpha; switching to a model without one moves an untouched slider to 0.6; a
+    moved slider stays, and its value is in the link."""
+    from model.checkpoint import save_checkpoint, write_decoding
+    from tests.conftest import tiny_model
+    m = tiny_model(tokenizer.vocab_size, seed=1)
+    for name, langs in (("multi30k-en-de", ("en", "de")), ("multi30k-de-en", ("de", "en"))):
+        save_checkpoint(tmp_path / name, m, tokenizer, tokenizer, meta={"src_lang": langs[0], "tgt_lang": langs[1]})
+    write_decoding(tmp_path / "multi30k-en-de", {"alpha": 1.5})
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"text": SENTENCE})
+    at.run()
+    goto(at, "explore")
+    assert at.slider(key="alpha").value == 1.5 and "alpha" not in link_of(at)
+    at.selectbox(key="checkpoint").set_value("multi30k-de-en").run()
+    assert at.slider(key="alpha").value == 0.6 and "alpha" not in link_of(at)
+    at.slider(key="alpha").set_value(1.2).run()
+    assert link_of(at)["alpha"] == "1.2"
+    at.selectbox(key="checkpoint").set_value("multi30k-en-de").run()
+    assert at.slider(key="alpha").value == 1.2 and link_of(at)["alpha"] == "1.2"
+    assert not at.exception
+
+    at = AppTest.from_file(APP, default_timeout=60)          # a link that names 0.6 keeps it on a 1.5 model
+    at.query_params.update({"text": SENTENCE, "alpha": "0.6", "view": "explore"})
+    at.run()
+    assert at.slider(key="alpha").value == 0.6 and link_of(at)["alpha"] == "0.6"
+
+
+def test_links_leave_out_an_alpha_equal_to_the_models_own():
+    values = {"text": "a dog", "alpha": 1.5}
+    assert current(values, 0) == {"text": "a dog", "alpha": "1.5"}
+    assert current(values, 0, defaults={"alpha": 1.5}) == {"text": "a dog"}
+    assert current({"text": "a dog", "alpha": 0.6}, 0, defaults={"alpha": 1.5})["alpha"] == "0.6"

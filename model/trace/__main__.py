@@ -34,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(large: the 'stream' key of docs/trace-format.md)")
     add_decode_args(p, default_method="greedy")
     args = p.parse_args(argv)
-    opts = decode_options(args, record_steps=True)
-    opts = replace(opts, record_top_k=max(1, args.top_k_record))
     ckpt = load_or_exit(args)
+    opts = decode_options(args, ckpt, record_steps=True)
+    opts = replace(opts, record_top_k=max(1, args.top_k_record))
     try:
         ex = explain(ckpt, args.text, opts, reference=args.reference, record_stream=args.stream)
     except InputError as exc:
