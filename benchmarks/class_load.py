@@ -360,12 +360,12 @@ def summary(n: int, runs: list[Run], cores: float, expected: dict[str, str]) -> 
 
 
 def expected_translations(checkpoint: str, texts: list[str]) -> dict[str, str]:
-    """What the app's default decoding (beam 4, alpha 0.6) gives for each sentence."""
+    """What the app's default decoding (beam 4, the model's own alpha) gives for each sentence."""
     from model.checkpoint import load_checkpoint
     from model.decoding import DecodeOptions
     from model.pipeline import translate
     ckpt = load_checkpoint(checkpoint)
-    return dict(zip(texts, translate(ckpt, texts, DecodeOptions("beam", beam_size=4, alpha=0.6))))
+    return dict(zip(texts, translate(ckpt, texts, DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha))))
 
 
 def static_paths(url: str) -> list[str]:

@@ -126,8 +126,8 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
     from tests.conftest import sentences
     url, _ = proxy
     texts = sentences(12, seed=5)
-    expected = translate(load_checkpoint(app_checkpoints / "multi30k-en-de"), texts,
-                         DecodeOptions("beam", beam_size=4, alpha=0.6))
+    ckpt = load_checkpoint(app_checkpoints / "multi30k-en-de")
+    expected = translate(ckpt, texts, DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha))
     assert len(set(expected)) > 1
 
     async def student(text: str, want: str) -> Student:
