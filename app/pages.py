@@ -49,7 +49,8 @@ BY_SLUG = {p.slug: p for p in PAGES}
 def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
     """Draw one page: the title, the sentence and its translation (if the page takes
     one), then the page itself with its context. A run that may compute (another page,
-    sentence, model or options than this session's last) first passes the admission gate."""
+    sentence, model or options than this session's last) first passes the admission gate;
+    its sentence is decoded before that, together with other sessions' new sentences."""
     try:
         ckpt = resources.get_checkpoint(str(settings.checkpoint))
     except CheckpointError as exc:
@@ -58,7 +59,10 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
     st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
     ctx = Context(ckpt, settings, pages=st_pages or {})
     text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
-    with admitted((page.slug, str(settings.checkpoint), text, settings.opts)) as ok:
+    work = (page.slug, str(settings.checkpoint), text, settings.opts)
+    if page.takes_sentence and st.session_state.get(state.ADMITTED) != work:
+        sentence.decode_early(ckpt, text, settings)     # batched with the sentences of the same moment
+    with admitted(work) as ok:
         if not ok:
             return
         if page.takes_sentence:

@@ -13,10 +13,19 @@ import streamlit as st
 import torch
 
 from app.admission import Gate
+from app.batching import Batcher
 from app.lab_jobs import Scheduler, machine_slots_from_env
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import Explanation, encoder_trace, explain, knockout_effects
+from model.decoding import DecodeOptions, DecodeResult
+from model.pipeline import (
+    Explanation,
+    decode_many,
+    encoder_trace,
+    explain,
+    explain_decoded,
+    knockout_effects,
+    source_ids,
+)
 from model.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,9 +65,35 @@ def get_explanation(
 ) -> Explanation:
     """qkv: also record each head's Q, K, V (for the inside-one-head view); knockout:
     heads switched off (for the knockout view); stream: the residual stream, Add & Norm
-    steps, FFN units and logits (for the overview)."""
-    return explain(get_checkpoint(path), text, opts, reference=reference, record_scores=True, record_qkv=qkv,
-                   knockout=knockout, record_stream=stream)
+    steps, FFN units and logits (for the overview).
+
+    The decoding itself is done once per (model, sentence, options): the plain
+    explanation's, decoded together with other sessions' sentences of the same moment
+    (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
+    ckpt = get_checkpoint(path)
+    if knockout:                                   # heads switched off change the decoding itself
+        return explain(ckpt, text, opts, reference=reference, record_scores=True, record_qkv=qkv,
+                       knockout=knockout, record_stream=stream)
+    if reference is None and not qkv and not stream:
+        ids = source_ids(ckpt, text)               # raises InputError here, in its own session
+        return explain_decoded(ckpt, text, ids, decode_batcher()((path, opts), ids))
+    plain = get_explanation(path, text, opts)
+    return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, record_qkv=qkv,
+                           record_stream=stream)
+
+
+MAX_BATCH = int(os.environ.get("TRANSFORMER_MAX_BATCH", 16))
+
+
+@st.cache_resource(show_spinner=False)
+def decode_batcher() -> Batcher:
+    """The process's batcher of decodings: sentences of one model and one set of options
+    asked for at about the same time are decoded as one batch (at most MAX_BATCH,
+    $TRANSFORMER_MAX_BATCH; 1 turns batching off)."""
+    def run(group: tuple[str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
+        path, opts = group
+        return decode_many(get_checkpoint(path), ids, opts)
+    return Batcher(run, max_batch=MAX_BATCH, window=0.02 if MAX_BATCH > 1 else 0.0)
 
 
 @st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)

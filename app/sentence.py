@@ -63,9 +63,26 @@ def input_ui(src_lang: str) -> str:
     return state.remember(TEXT.name, text)
 
 
+def _too_long(ckpt: Checkpoint, text: str) -> bool:
+    return bool(text.strip()) and len(ckpt.src_tokenizer.encode(text)) > resources.MAX_APP_TOKENS
+
+
+def decode_early(ckpt: Checkpoint, text: str, settings: Settings) -> None:
+    """Decode the sentence before the page waits in line for the server: sessions that
+    ask at the same moment are decoded as one batch (app/batching.py), and the
+    translation below is then a cache hit. Text the model cannot take is left to it."""
+    if _too_long(ckpt, text):
+        return
+    try:
+        with st.spinner("Translating…"):
+            resources.get_explanation(str(settings.checkpoint), text, settings.opts)
+    except InputError:
+        return
+
+
 def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation | None:
     """Translate and show the result; None (with a message) for text the model cannot take."""
-    if text.strip() and len(ckpt.src_tokenizer.encode(text)) > resources.MAX_APP_TOKENS:
+    if _too_long(ckpt, text):
         st.warning(f"That sentence is longer than {resources.MAX_APP_TOKENS} subword tokens; please shorten it.")
         return None
     try:

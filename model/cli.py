@@ -44,7 +44,8 @@ def decode_options(args: argparse.Namespace, ckpt: Checkpoint, record_steps: boo
     """The decoding flags as DecodeOptions; --alpha not given: the checkpoint's own."""
     try:
         return DecodeOptions(method=args.decode, beam_size=args.beam_size, length_penalty=args.length_penalty,
-                             alpha=ckpt.beam_alpha if args.alpha is None else args.alpha, temperature=args.temperature, top_k=args.top_k,
+                             alpha=ckpt.beam_alpha if args.alpha is None else args.alpha,
+                             temperature=args.temperature, top_k=args.top_k,
                              top_p=args.top_p, seed=args.seed, record_steps=record_steps)
     except ValueError as exc:
         fail(str(exc))

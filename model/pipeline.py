@@ -48,7 +48,6 @@ def translate(ckpt: Checkpoint, texts: list[str], opts: DecodeOptions = DecodeOp
               on_progress: Callable[[int], None] | None = None) -> list[str]:
     """Translate texts, one output per input, in order. An unusable input gives "" and a
     call on_error(index, message); on_progress(n) after each batch of n sentences."""
-    cfg = ckpt.config
     ids: dict[int, list[int]] = {}
     for i, text in enumerate(texts):
         try:
@@ -58,11 +57,9 @@ def translate(ckpt: Checkpoint, texts: list[str], opts: DecodeOptions = DecodeOp
                 on_error(i, str(exc))
     outputs = [""] * len(texts)
     order = sorted(ids, key=lambda i: len(ids[i]))           # similar lengths share a batch
-    device = next(ckpt.model.parameters()).device
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
-        src = collate([Example(ids[i], [cfg.bos_id]) for i in chunk], cfg.pad_id)[0].to(device)
-        for i, result in zip(chunk, decode(ckpt.model, src, opts)):
+        for i, result in zip(chunk, decode_many(ckpt, [ids[i] for i in chunk], opts)):
             outputs[i] = ckpt.tgt_tokenizer.decode(result.tokens)
         if on_progress:
             on_progress(len(chunk))
@@ -88,11 +85,28 @@ def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(rec
     """Decode one sentence with per-step records, then trace one teacher-forced pass over
     the output (or over the reference, when given). knockout: heads switched off;
     record_stream: also the residual stream, each Add & Norm, the FFN units, the logits."""
-    model, cfg = ckpt.model, ckpt.config
     ids = source_ids(ckpt, text)
-    device = next(model.parameters()).device
-    src = torch.tensor([ids], device=device)
-    result = decode(model, src, opts, knockout)[0]
+    result = decode_many(ckpt, [ids], opts, knockout)[0]
+    return explain_decoded(ckpt, text, ids, result, reference, record_scores, record_qkv, knockout, record_stream)
+
+
+def decode_many(ckpt: Checkpoint, ids: list[list[int]], opts: DecodeOptions,
+                knockout: frozenset[str] = frozenset()) -> list[DecodeResult]:
+    """Decode several sentences' source ids (each EOS-terminated) as one padded batch;
+    each result equals decoding that sentence alone."""
+    cfg = ckpt.config
+    device = next(ckpt.model.parameters()).device
+    src = collate([Example(i, [cfg.bos_id]) for i in ids], cfg.pad_id)[0].to(device)     # (B, S)
+    return decode(ckpt.model, src, opts, knockout)
+
+
+def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeResult,
+                    reference: str | None = None, record_scores: bool = True, record_qkv: bool = False,
+                    knockout: frozenset[str] = frozenset(), record_stream: bool = False) -> Explanation:
+    """The Explanation of a decoding already done (`result`, from source ids `ids`): one
+    teacher-forced pass over its output (or the reference) with a trace."""
+    model, cfg = ckpt.model, ckpt.config
+    src = torch.tensor([ids], device=next(model.parameters()).device)                   # (1, S)
     forced_ids = result.tokens
     if reference is not None:
         forced_ids = ckpt.tgt_tokenizer.encode(reference.strip())[: cfg.max_positions - 1]

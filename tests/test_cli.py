@@ -101,7 +101,8 @@ def test_trace_refuses_bad_input_with_one_line(ckpt_dir, tmp_path, args, needle)
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.tune", "model.convert", "train"])
+@pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.tune", "model.convert",
+                                    "train"])
 def test_help_explains(module):
     done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
