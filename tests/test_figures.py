@@ -50,3 +50,19 @@ def test_each_grid_cell_draws_its_own_matrix_on_its_own_axes():
 def test_grid_rejects_tokens_that_do_not_match():
     with pytest.raises(ValueError, match="do not match"):
         figures.attention_grid(np.zeros((1, 1, 3, 3)), list("ab"), list("abc"))
+
+
+def test_the_single_heatmap_names_every_token_and_marks_the_row():
+    m = np.random.default_rng(2).random((3, 4))
+    built = figures.attention_heatmap(m, ["a", "<b>", "a"], list("wxyz"), title="T", highlight_row=1)
+    (trace,) = built.data
+    assert np.allclose(np.asarray(trace.z), m) and trace.zmin == 0 and trace.zmax == 1
+    assert list(trace.customdata[1][2]) == ["1: &lt;b&gt;", "2: y"]          # escaped, repeated tokens apart
+    lay = built.to_plotly_json()["layout"]
+    assert list(lay["yaxis"]["ticktext"]) == ["a", "&lt;b&gt;", "a"] and lay["yaxis"]["autorange"] == "reversed"
+    assert list(lay["xaxis"]["tickvals"]) == [0, 1, 2, 3] and lay["xaxis"]["tickangle"] == -60
+    (rect,) = lay["shapes"]
+    assert (rect["y0"], rect["y1"], rect["x0"], rect["x1"]) == (0.5, 1.5, -0.5, 3.5)
+    assert lay["title"]["text"] == "T"
+    with pytest.raises(ValueError, match="does not match"):
+        figures.attention_heatmap(m, list("ab"), list("wxyz"))
