@@ -78,16 +78,16 @@ def picker_names(cfg: ModelConfig) -> dict[str, str]:
     return names
 
 
-def _strip(block: Block, values: np.ndarray, width: float = STRIP) -> go.Heatmap:
-    """A one-row heatmap inside the right part of the block."""
+def _strip(block: Block, values: np.ndarray, width: float = STRIP) -> dict:
+    """A one-row heatmap inside the right part of the block (a plain dict: see model_diagram)."""
     values = np.asarray(values, dtype=np.float32).reshape(1, -1)
     left = X[block.side] + WIDTH / 2 - width - 0.1
     dx = width / values.shape[1]
     limit = float(np.abs(values).max()) or 1.0
     attention = block.colour == "attn"
-    return go.Heatmap(z=values, x0=left + dx / 2, dx=dx, y0=block.y, dy=HEIGHT * 0.55, showscale=False,
-                      colorscale="Blues" if attention else "RdBu", zmid=None if attention else 0,
-                      zmin=0 if attention else -limit, zmax=limit, hoverinfo="skip")
+    return dict(type="heatmap", z=values, x0=left + dx / 2, dx=dx, y0=block.y, dy=HEIGHT * 0.55, showscale=False,
+                colorscale="Blues" if attention else "RdBu", zmid=None if attention else 0,
+                zmin=0 if attention else -limit, zmax=limit, hoverinfo="skip")
 
 
 def _stack_bracket(side: str, bottom: float, top: float, n: int) -> tuple[dict, dict]:
@@ -102,8 +102,9 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                   selected: str | None = None, title: str = "", font_size: int = 12) -> go.Figure:
     """Figure 1 for `cfg`. values: block id -> the strip to draw in it (d_model values, or an
     attention row); texts: block id -> a short text shown instead of a strip (e.g. the top
-    next tokens). `selected` is outlined in red. Shapes and annotations go in as one layout
-    (plotly validates each add_shape call: ten times slower)."""
+    next tokens). `selected` is outlined in red. Traces, shapes and annotations go in as
+    plain dicts, validated once (add_shape per shape was ten times slower; go.Heatmap
+    objects three times)."""
     items = blocks(cfg)
     shapes, notes, traces = [], [], []
     large = font_size > 14                  # projector mode: labels on two lines, narrower strips, taller figure
@@ -125,17 +126,17 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
         shapes.append(shape)
         notes.append(label)
     notes += _arrows(items)
-    traces.append(go.Scatter(x=[X[b.side] for b in items], y=[b.y for b in items], mode="markers",
-                             marker=dict(size=38, symbol="square", opacity=0, color="#000"),   # clickable, not seen
-                             customdata=[b.id for b in items],
-                             hovertext=[f"{b.label}: click for details" for b in items],
-                             hoverinfo="text", showlegend=False))
+    traces.append(dict(type="scatter", x=[X[b.side] for b in items], y=[b.y for b in items], mode="markers",
+                       marker=dict(size=38, symbol="square", opacity=0, color="#000"),   # clickable, not seen
+                       customdata=[b.id for b in items],
+                       hovertext=[f"{b.label}: click for details" for b in items],
+                       hoverinfo="text", showlegend=False))
     layout = dict(title=title, height=960 if large else 720, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                   font=dict(size=font_size), dragmode=False, clickmode="event+select", showlegend=False,
                   shapes=shapes, annotations=notes,
                   xaxis=dict(visible=False, range=[-0.6, 10.2], fixedrange=True),
                   yaxis=dict(visible=False, range=[0.3, 12.4], fixedrange=True))
-    return go.Figure(data=traces, layout=layout)
+    return go.Figure(dict(data=traces, layout=layout))
 
 
 def _arrows(items: Sequence[Block]) -> list[dict]:
