@@ -64,6 +64,7 @@ CHECKPOINT = Setting("checkpoint", "checkpoint", "multi30k-en-de")
 METHOD = Setting("method", "method", "beam", choices=METHODS)
 BEAM = Setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
 ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=(0.0, 3.0), step=0.1)   # default: the model's own
+NO_REPEAT = Setting("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
 TEMPERATURE = Setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
 TOP_K = Setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
 TOP_P = Setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
@@ -117,8 +118,9 @@ LAB_SAVE_NAME = Setting("lab_save_name", None, "")
 # Every setting that a link carries, by link parameter. The step of the step-through
 # page is in links too, but its owner is the cursor (app/links.py).
 LINKED: dict[str, Setting] = {s.param: s for s in (
-    TEXT, CHECKPOINT, KIND, LAYER, HEAD, QUERY, METHOD, BEAM, ALPHA, TEMPERATURE, TOP_K, TOP_P, SEED, PROJECTOR,
-    IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND, OV_BLOCK, OV_TOKEN, OV_POS, OV_LAYER, LESSON_STEP) if s.param}
+    TEXT, CHECKPOINT, KIND, LAYER, HEAD, QUERY, METHOD, BEAM, ALPHA, NO_REPEAT, TEMPERATURE, TOP_K, TOP_P, SEED,
+    PROJECTOR, IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND, OV_BLOCK, OV_TOKEN, OV_POS, OV_LAYER, LESSON_STEP)
+    if s.param}
 
 
 # ---- widgets drawn from a spec -------------------------------------------------------------------
@@ -216,6 +218,8 @@ HELP = {
     "method": "greedy: the likeliest token each step; beam: keep the k best partial translations; "
               "sample: draw each token at random from the model's distribution",
     "alpha": "score = log p / ((5 + length) / 6)^α; 0 = no normalisation",
+    "no_repeat": "forbid the output to contain the same n subword tokens in a row twice (0 = off); "
+                 "a repeat the model wanted then shows what it says instead",
     "temperature": "divides the logits: below 1 sharper, above 1 flatter",
     "top_p": "keep the smallest set of likeliest tokens whose probabilities add up to p (1 = all)",
 }
@@ -251,6 +255,7 @@ def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
         kw["beam_size"] = slider(sb, BEAM, "Beam size")
         kw["alpha"] = slider(sb, ALPHA, "Length penalty α (GNMT)", default=alpha,
                              help=f"{HELP['alpha']}; this model's own: {alpha:g}")
+    kw["no_repeat_ngram"] = number_input(sb, NO_REPEAT, "Block repeated n-grams (n, 0 = off)", help=HELP["no_repeat"])
     if method == "sample":
         kw["temperature"] = slider(sb, TEMPERATURE, "Temperature", help=HELP["temperature"])
         kw["top_k"] = slider(sb, TOP_K, "Top-k (0 = all tokens)")

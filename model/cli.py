@@ -32,6 +32,8 @@ def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") ->
     g.add_argument("--alpha", type=float,
                    help=f"GNMT length penalty exponent (default: the checkpoint's, chosen on val by "
                         f"model.tune; {d.alpha} for a checkpoint without one)")
+    g.add_argument("--no-repeat-ngram", type=int, default=d.no_repeat_ngram, metavar="N",
+                   help="forbid any N subword tokens in a row from occurring twice in an output (default 0: off)")
     g.add_argument("--temperature", type=float, default=d.temperature,
                    help=f"sampling temperature (default {d.temperature})")
     g.add_argument("--top-k", type=int, default=d.top_k, help="sampling: only the k likeliest tokens (0: all)")
@@ -45,7 +47,7 @@ def decode_options(args: argparse.Namespace, ckpt: Checkpoint, record_steps: boo
     try:
         return DecodeOptions(method=args.decode, beam_size=args.beam_size, length_penalty=args.length_penalty,
                              alpha=ckpt.beam_alpha if args.alpha is None else args.alpha,
-                             temperature=args.temperature, top_k=args.top_k,
+                             no_repeat_ngram=args.no_repeat_ngram, temperature=args.temperature, top_k=args.top_k,
                              top_p=args.top_p, seed=args.seed, record_steps=record_steps)
     except ValueError as exc:
         fail(str(exc))

@@ -16,7 +16,7 @@ log-probability L:
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -44,6 +44,7 @@ class DecodeOptions:
     seed: int = 0
     max_len_a: float = 1.5   # output at most a * source tokens + b
     max_len_b: int = 10
+    no_repeat_ngram: int = 0  # n > 0: no hypothesis may contain the same n tokens in a row twice
     record_steps: bool = False
     record_top_k: int = 5
     use_cache: bool = True   # False: re-run the decoder over every whole prefix (a slow reference)
@@ -61,6 +62,8 @@ class DecodeOptions:
             raise ValueError("top_p must be in (0, 1]")
         if self.top_k < 0 or self.record_top_k < 1:
             raise ValueError("top_k must be >= 0 and record_top_k >= 1")
+        if self.no_repeat_ngram < 0:
+            raise ValueError("no_repeat_ngram must be >= 0 (0: off)")
 
     def normalise(self, log_prob: float, length: int) -> float:
         if self.length_penalty == "gnmt":
@@ -153,6 +156,28 @@ def beam_step(cum_log_probs: Tensor, log_probs: Tensor, beam_size: int, eos_id: 
         elif kept < beam_size:
             cand.status, kept = "kept", kept + 1
         out.append(cand)
+    return out
+
+
+def repeating_tokens(tokens: Sequence[int], n: int) -> list[int]:
+    """The next tokens that would make an n-gram of `tokens` occur twice (n >= 1)."""
+    if n == 1:
+        return list(dict.fromkeys(tokens))
+    if len(tokens) < n:
+        return []
+    last = list(tokens[len(tokens) - n + 1:])                           # the n-1 newest tokens
+    return [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if list(tokens[i:i + n - 1]) == last]
+
+
+def block_repeats(log_probs: Tensor, histories: Sequence[Sequence[int]], n: int) -> Tensor:
+    """log_probs (R, V) with -inf for each row's tokens that would repeat an n-gram of
+    its history (the tokens generated so far, start symbol excluded)."""
+    banned = [(row, t) for row, h in enumerate(histories) for t in repeating_tokens(h, n)]
+    if not banned:
+        return log_probs
+    rows, cols = zip(*banned)
+    out = log_probs.clone()
+    out[list(rows), list(cols)] = float("-inf")
     return out
 
 
@@ -305,6 +330,8 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
             continue
         n = len(s.live)
         rows = log_probs[row:row + n]
+        if opts.no_repeat_ngram:
+            rows = block_repeats(rows, [h.tokens[1:] for h in s.live], opts.no_repeat_ngram)
         cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator)
         if opts.record_steps:
             _record(s, step, cands, rows, opts, trace, slice(row, row + n))

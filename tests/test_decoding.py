@@ -18,6 +18,7 @@ from model.decoding import (
     forced_decode,
     greedy_batch,
     max_output_length,
+    repeating_tokens,
     sampling_distribution,
 )
 from model.layers import DecoderCache
@@ -244,3 +245,27 @@ def test_gnmt_length_penalty():
     assert opts.normalise(-2.0, 7) == pytest.approx(-2.0 / 2 ** 0.6)
     with pytest.raises(ValueError):
         DecodeOptions("beam", beam_size=17)
+
+
+# ---- blocking repeated n-grams ----------------------------------------------------------------
+def _ngrams(tokens: list[int], n: int) -> list[tuple[int, ...]]:
+    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def test_repeating_tokens_are_those_that_would_close_a_seen_ngram():
+    assert repeating_tokens([5, 6, 7, 5, 6], 3) == [7]
+    assert sorted(repeating_tokens([5, 6, 7, 6], 2)) == [7]
+    assert repeating_tokens([5, 6], 3) == [] and repeating_tokens([], 2) == []
+    assert sorted(repeating_tokens([4, 4, 9], 1)) == [4, 9]
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_no_output_repeats_an_ngram_when_blocked(model, method):
+    src = src_batch()
+    free = [r.tokens for r in decode(model, src, DecodeOptions(method, beam_size=3))]
+    assert any(len(set(_ngrams(t, 2))) < len(_ngrams(t, 2)) for t in free)          # the tiny model repeats
+    for result in decode(model, src, DecodeOptions(method, beam_size=3, no_repeat_ngram=2, record_steps=True)):
+        for h in result.hypotheses:
+            assert len(set(_ngrams(h.tokens, 2))) == len(_ngrams(h.tokens, 2)), h.tokens
+    with pytest.raises(ValueError):
+        DecodeOptions(no_repeat_ngram=-1)
