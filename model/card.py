@@ -61,7 +61,7 @@ def render_card(directory: str | Path) -> str:
         f"after {args.get('warmup', '?')} warm-up steps then inverse square root{_cooldown(args)}, label smoothing "
         f"{args.get('label_smoothing', '?')}, gradient clipping {args.get('clip', '?')}, seed {args.get('seed', '?')}",
         f"- shipped weights: {config.get('selected', '?')} (val BLEU {config.get('val_bleu', '?')}, greedy)",
-        *_continued(args),
+        *_continued(args, config.get("epochs")),
         "",
     ]
     if log:
@@ -94,17 +94,39 @@ def _cooldown(args: dict[str, Any]) -> str:
     return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs"
 
 
-def _continued(args: dict[str, Any]) -> list[str]:
-    """A run continued from finished weights (`train.py --init-from`): where the first part ended."""
-    first = args.get("continued_from")
-    if not first:
+def _parts(args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs a model was trained in, first to last: each continued one's train_args hold
+    the run it started from (`continued_from`: epochs, steps, val BLEU, its train_args)."""
+    chain, first = [], args.get("continued_from")
+    while first:
+        chain.append(first)
+        first = first.get("train_args", {}).get("continued_from")
+    return chain[::-1]
+
+
+_NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
+    """A run continued from finished weights (`train.py --init-from`), perhaps more than
+    once: where each part ended and how the next went on (`epochs`: those the last part reached)."""
+    parts = _parts(args)
+    if not parts:
         return []
-    a = first.get("train_args", {})
-    return [f"- in two parts: epochs 1-{first.get('epochs')} are the run that ended at step {first.get('steps')} "
-            f"(its {first.get('selected', '?')}, val BLEU {first.get('val_bleu')}; amp {a.get('amp', '?')}, "
-            f"cooldown {a.get('cooldown_epochs', 0) or 'none'}); the rest continued from those weights with "
-            f"`--init-from` (an empty optimizer, the rate ramped up again over {args.get('rewarm', '?')} steps, "
-            f"amp {args.get('amp', '?')})"]
+    a = parts[0].get("train_args", {})
+    lines = [f"- in {_NUMBERS.get(len(parts) + 1, len(parts) + 1)} parts: epochs 1-{parts[0].get('epochs')} are the "
+             f"run that ended at step {parts[0].get('steps')} (its {parts[0].get('selected', '?')}, val BLEU "
+             f"{parts[0].get('val_bleu')}; amp {a.get('amp', '?')}, cooldown {a.get('cooldown_epochs', 0) or 'none'})"]
+    for before, part in zip(parts, [*parts[1:], None]):
+        b = part.get("train_args", {}) if part else args
+        end = part.get("epochs") if part else epochs or b.get("epochs", "?")
+        ended = (f", ended at step {part.get('steps')} (its {part.get('selected', '?')}, "
+                 f"val BLEU {part.get('val_bleu')})" if part else "")
+        lines.append(f"  - epochs {before.get('epochs', 0) + 1}-{end}: continued from those weights with "
+                     f"`--init-from {b.get('init_from', '?')} --epochs {b.get('epochs', '?')} --cooldown-epochs "
+                     f"{b.get('cooldown_epochs', 0):g}` (an empty optimizer, the rate ramped up again over "
+                     f"{b.get('rewarm', '?')} steps, amp {b.get('amp', '?')}){ended}")
+    return lines
 
 
 def _decoding(decoding: dict[str, Any] | None) -> list[str]:

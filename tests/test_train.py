@@ -98,7 +98,8 @@ def test_init_from_continues_a_finished_model_with_its_counts_log_and_a_new_ramp
     assert after.config == before.config and after.src_tokenizer.proto == before.src_tokenizer.proto
     assert not torch.equal(after.model.src_embed.lut.weight, before.model.src_embed.lut.weight)   # it trained
     assert after.meta["epochs"] == 3
-    assert "in two parts: epochs 1-2" in (out / "README.md").read_text()
+    card = (out / "README.md").read_text()
+    assert "in two parts: epochs 1-2" in card and "epochs 3-3: continued from those weights with `--init-from" in card
     s = training.Schedule(peak=3e-3, warmup=60, restart=steps_before, rewarm=10)
     assert s.lr(steps_before + 5) == pytest.approx(0.5 * training.learning_rate(steps_before + 5, 3e-3, 60))
     assert s.lr(steps_before + 10) == pytest.approx(training.learning_rate(steps_before + 10, 3e-3, 60))
