@@ -116,14 +116,17 @@ def get_figure(name: str, key: Hashable, _build: Callable[[], go.Figure]) -> go.
 
 
 # ---- admission -------------------------------------------------------------------------------
-ADMIT = int(os.environ.get("TRANSFORMER_ADMIT", 0)) or 2
+# One heavy run at a time: the decoding is batched before the line (decode_early), and what is
+# left (building and sending figures) holds the GIL, so a second one in parallel only slows the
+# light runs beside it (BENCHMARKS.md, session 8: 30 students, admit 1 vs 2).
+ADMIT = int(os.environ.get("TRANSFORMER_ADMIT", 0)) or 1
 MAX_WAITING = int(os.environ.get("TRANSFORMER_MAX_WAITING", 60))
 
 
 @st.cache_resource(show_spinner=False)
 def admission_gate() -> Gate:
     """The process's admission gate: ADMIT heavy page runs at once ($TRANSFORMER_ADMIT,
-    default 2), at most MAX_WAITING in line ($TRANSFORMER_MAX_WAITING, default 60)."""
+    default 1), at most MAX_WAITING in line ($TRANSFORMER_MAX_WAITING, default 60)."""
     return Gate(ADMIT, MAX_WAITING)
 
 
