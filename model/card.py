@@ -75,8 +75,7 @@ def render_card(directory: str | Path) -> str:
         lines += [f"sacrebleu on detokenized, cased text, `{evals.get('split')}`:", "",
                   "| decoding | BLEU | chrF |", "|---|---|---|"]
         for name, r in evals.get("results", {}).items():
-            alpha = f" (α {r['alpha']:g})" if "alpha" in r else ""
-            lines.append(f"| {name}{alpha} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
+            lines.append(f"| {decoding_name(name, r)} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
         first = next(iter(evals.get("results", {}).values()), {})
         sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
         lines += ["", f"Signatures: {sigs}.",
@@ -94,7 +93,7 @@ def _cooldown(args: dict[str, Any]) -> str:
     return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs"
 
 
-def _parts(args: dict[str, Any]) -> list[dict[str, Any]]:
+def training_parts(args: dict[str, Any]) -> list[dict[str, Any]]:
     """The runs a model was trained in, first to last: each continued one's train_args hold
     the run it started from (`continued_from`: epochs, steps, val BLEU, its train_args)."""
     chain, first = [], args.get("continued_from")
@@ -110,7 +109,7 @@ _NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five"}
 def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
     """A run continued from finished weights (`train.py --init-from`), perhaps more than
     once: where each part ended and how the next went on (`epochs`: those the last part reached)."""
-    parts = _parts(args)
+    parts = training_parts(args)
     if not parts:
         return []
     a = parts[0].get("train_args", {})
@@ -141,6 +140,11 @@ def _decoding(decoding: dict[str, Any] | None) -> list[str]:
     lines += [f"| {t['alpha']:g} | {t['bleu']:.2f} | {t['brevity']:.3f} | {t['length_ratio']:.3f} |"
               for t in decoding.get("tried", [])]
     return [*lines, ""]
+
+
+def decoding_name(name: str, result: dict[str, Any]) -> str:
+    """An evaluation row's name with its length penalty, e.g. "beam 4 (α 1.4)"."""
+    return f"{name} (α {result['alpha']:g})" if "alpha" in result else name
 
 
 def write_card(directory: str | Path) -> Path:

@@ -14,7 +14,7 @@ from app.analysis import parameter_counts
 from app.context import Context
 from app.settings import SNAP_HEAD, SNAP_LAYER, layer_head
 from app.ui import chart
-from model.card import EVAL_RESULTS
+from model.card import EVAL_RESULTS, decoding_name, training_parts
 from model.checkpoint import Checkpoint
 from model.config import ModelConfig
 
@@ -56,8 +56,11 @@ def provenance(meta: dict) -> str:
     if "imported_from" in meta:
         return (f"**Imported** from a {meta.get('origin', 'foreign')} model in `{meta['imported_from']}` "
                 "(`python -m model.convert from-hf`); not trained here, so no training curves.")
+    parts = training_parts(meta.get("train_args", {}))
+    in_parts = (f", in {len(parts) + 1} runs (`train.py --init-from` continued the finished weights; "
+                "the model card README.md gives each run's command)" if parts else "")
     return (f"**Trained on** {meta.get('hardware', '?')} in {meta.get('training_time_min', '?')} minutes, "
-            f"{meta.get('epochs', '?')} epochs; shipped weights: {meta.get('selected', '?')}.")
+            f"{meta.get('epochs', '?')} epochs{in_parts}; shipped weights: {meta.get('selected', '?')}.")
 
 
 def render(ctx: Context) -> None:
@@ -92,9 +95,14 @@ def _bleu_table(ckpt: Checkpoint) -> None:
         return
     ev = json.loads(path.read_text())
     st.markdown(f"**Test BLEU** (`{ev['split']}`, sacrebleu, detokenized, cased)")
-    st.dataframe(pd.DataFrame([{"decoding": k, "BLEU": v["bleu"], "chrF": v["chrf"]}
+    st.dataframe(pd.DataFrame([{"decoding": decoding_name(k, v), "BLEU": v["bleu"], "chrF": v["chrf"]}
                                for k, v in ev["results"].items()]), hide_index=True)
-    st.caption(next(iter(ev["results"].values()))["bleu_signature"])
+    caption = next(iter(ev["results"].values()))["bleu_signature"]
+    if "decoding" in ckpt.meta:
+        d = ckpt.meta["decoding"]
+        caption += (f". Beam search's length penalty α = {d['alpha']:g} was chosen on `{d.get('chosen_on', '?')}` "
+                    "(`python -m model.tune`) and is this model's default in the sidebar.")
+    st.caption(caption)
 
 
 def snapshots_ui(ctx: Context) -> None:
