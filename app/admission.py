@@ -90,7 +90,7 @@ class Gate:
         told: tuple[int, float] = (-1, 0.0)
         while True:
             with self._cond:
-                if self._line[0] == ticket and self._running < self.capacity:
+                if self._may_enter(ticket):
                     self._line.popleft()
                     self._running += 1
                     self._cond.notify_all()      # the next in line recomputes its place
@@ -102,7 +102,12 @@ class Gate:
                 on_wait(news)                    # outside the lock: it draws on the page
                 told = (place, now)
             with self._cond:
-                self._cond.wait(self.poll)
+                if not self._may_enter(ticket):          # re-checked under the lock: a turn that came
+                    self._cond.wait(self.poll)           # while on_wait drew is not slept through
+
+    def _may_enter(self, ticket: int) -> bool:
+        """Under the lock: this ticket is first in line and a place is free."""
+        return self._line[0] == ticket and self._running < self.capacity
 
     def _leave(self, seconds: float) -> None:
         with self._cond:

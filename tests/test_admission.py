@@ -149,3 +149,27 @@ def test_in_the_app_a_new_page_waits_for_the_gate_and_a_layer_change_does_not(ap
     release2.set()
     for t in holders:
         t.join(5)
+
+
+def test_a_turn_that_comes_while_the_note_is_drawn_is_not_slept_through():
+    """The place in line is drawn outside the lock; a student whose turn comes meanwhile must
+    go in at once, not after the next poll (a lost wake-up cost up to `poll` per hand-over)."""
+    gate = Gate(1, 5, poll=3.0)
+    release, entered = threading.Event(), threading.Event()
+    holder = hold(gate, release, entered)
+    wait_until(lambda: gate.running == 1)
+    admitted_at = []
+
+    def slow_note(w):                     # the holder leaves while this student's note is drawn
+        release.set()
+        time.sleep(0.2)
+
+    def student():
+        with gate.admitted(slow_note):
+            admitted_at.append(time.monotonic())
+    start = time.monotonic()
+    t = threading.Thread(target=student)
+    t.start()
+    t.join(10)
+    holder.join(5)
+    assert admitted_at and admitted_at[0] - start < 1.5, admitted_at[0] - start
