@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ class Batcher:
         self.run, self.max_batch, self.window = run, max_batch, window
         self._lock = threading.Lock()
         self._groups: dict[Hashable, _Group] = {}
-        self.batches: list[int] = []         # the size of every batch run (for tests and benchmarks)
+        self.batches: deque[int] = deque(maxlen=1000)   # sizes of the latest batches (tests, benchmarks)
 
     def __call__(self, group: Hashable, item: Any) -> Any:
         """The result of `item`, computed in a batch with other callers of `group`."""

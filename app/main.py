@@ -39,7 +39,7 @@ def run() -> None:
         no_checkpoint_page()
         return
     jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
-    settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT)
+    settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)))
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != pages.PAGES[0].slug:
         st.switch_page(st_pages[jump])          # an old-style link: ?view=<slug>

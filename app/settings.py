@@ -16,7 +16,7 @@ import streamlit as st
 
 from app import figures, state
 from app.diagram import BLOCK_IDS
-from model.checkpoint import CheckpointError, beam_alpha, read_config
+from model.checkpoint import Checkpoint, CheckpointError
 from model.decoding import BEAM_SIZES, METHODS, DecodeOptions
 from model.kinds import KIND_NAMES
 from model.lab import SWITCHES
@@ -225,14 +225,6 @@ HELP = {
 }
 
 
-def model_alpha(checkpoint: Path) -> float:
-    """The beam length penalty a checkpoint was tuned for (config.json), else the usual default."""
-    try:
-        return beam_alpha(read_config(checkpoint))
-    except CheckpointError:
-        return ALPHA.default
-
-
 def follow_model_alpha(alpha: float) -> None:
     """The alpha slider starts at the chosen model's alpha and follows it when the model
     changes, unless the student moved it away from the previous model's. The model's
@@ -264,12 +256,19 @@ def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
     return DecodeOptions(**kw)
 
 
-def sidebar(checkpoints: list[Path], default: str) -> Settings:
+def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkpoint]) -> Settings:
+    """`load`: the (cached) model of a checkpoint directory; its beam length penalty is the
+    alpha slider's default. A checkpoint that cannot be loaded gets the usual default (the
+    page then says what is wrong with it)."""
     names = [p.name for p in checkpoints]
     name = selectbox(st.sidebar, CHECKPOINT, "Checkpoint", names, default=default,
                      help="every checkpoint directory found in checkpoints/")
     chosen = checkpoints[names.index(name)]
-    opts = decoding_ui(model_alpha(chosen))
+    try:
+        alpha = load(chosen).beam_alpha
+    except CheckpointError:
+        alpha = ALPHA.default
+    opts = decoding_ui(alpha)
     st.sidebar.subheader("Display")
     projector = toggle(st.sidebar, PROJECTOR, "Projector mode (large fonts, high contrast)")
     image_format = radio(st.sidebar, IMAGE_FORMAT, "Figure download format", horizontal=True,

@@ -71,12 +71,7 @@ class Checkpoint:
     def beam_alpha(self) -> float:
         """The beam's GNMT length-penalty exponent this checkpoint was tuned for
         (config.json "decoding", written by `python -m model.tune`), else DecodeOptions' default."""
-        return beam_alpha(self.meta)
-
-
-def beam_alpha(config: dict[str, Any]) -> float:
-    """config.json (or a checkpoint's meta) -> its beam length-penalty exponent."""
-    return float(config.get("decoding", {}).get("alpha", DEFAULT_ALPHA))
+        return float(self.meta.get("decoding", {}).get("alpha", DEFAULT_ALPHA))
 
 
 def write_decoding(directory: str | Path, decoding: dict[str, Any]) -> Path:

@@ -7,6 +7,7 @@ import sys
 import torch
 
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from model.data import DataError, read_parallel
 from model.decoding import BEAM_SIZES, LENGTH_PENALTIES, METHODS, DecodeOptions
 
 DEFAULT_CHECKPOINT = "checkpoints/multi30k-en-de"
@@ -16,6 +17,22 @@ def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
                    help=f"checkpoint directory (default {DEFAULT_CHECKPOINT})")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+
+
+def add_split_args(p: argparse.ArgumentParser, default_split: str) -> None:
+    """--data, --split and --limit: the parallel sentences a tool scores on."""
+    p.add_argument("--data", default="../shared/data/multi30k", help="Multi30K-style directory")
+    p.add_argument("--split", default=default_split, help=f"split name (default {default_split})")
+    p.add_argument("--limit", type=int, help="only the first N sentences")
+
+
+def read_split(args: argparse.Namespace, ckpt: Checkpoint) -> tuple[list[str], list[str]]:
+    """The sources and references of --split in the checkpoint's languages (exits on a data error)."""
+    try:
+        sources, refs = read_parallel(args.data, args.split, ckpt.src_lang, ckpt.tgt_lang)
+    except DataError as exc:
+        fail(str(exc))
+    return sources[: args.limit], refs[: args.limit]
 
 
 def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") -> None:

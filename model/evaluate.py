@@ -14,8 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from model.card import EVAL_RESULTS, write_card
-from model.cli import add_checkpoint_arg, fail, load_or_exit
-from model.data import DataError, read_parallel
+from model.cli import add_checkpoint_arg, add_split_args, load_or_exit, read_split
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
@@ -25,23 +24,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
-    p.add_argument("--data", default="../shared/data/multi30k", help="Multi30K-style directory")
-    p.add_argument("--split", default="test_2016_flickr", help="split name (default test_2016_flickr)")
+    add_split_args(p, "test_2016_flickr")
     p.add_argument("--beam-size", type=int, default=4, help="beam width scored besides greedy (default 4)")
     p.add_argument("--alpha", type=float,
                    help="GNMT length penalty for beam (default: the checkpoint's, chosen on val by model.tune)")
-    p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--json", help="also write the scores to this JSON file")
     p.add_argument("--write-card", action="store_true",
                    help="store the scores in the checkpoint (eval_results.json) and rewrite its README.md")
     args = p.parse_args(argv)
     ckpt = load_or_exit(args)
     src_lang, tgt_lang = ckpt.src_lang, ckpt.tgt_lang
-    try:
-        sources, refs = read_parallel(args.data, args.split, src_lang, tgt_lang)
-    except DataError as exc:
-        fail(str(exc))
-    sources, refs = sources[: args.limit], refs[: args.limit]
+    sources, refs = read_split(args, ckpt)
     runs = {"greedy": DecodeOptions("greedy")}
     if args.beam_size > 1:
         alpha = ckpt.beam_alpha if args.alpha is None else args.alpha

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from tqdm import tqdm
 
 from model.checkpoint import Checkpoint, write_decoding
-from model.cli import add_checkpoint_arg, fail, load_or_exit
-from model.data import DataError, read_parallel
+from model.cli import add_checkpoint_arg, add_split_args, fail, load_or_exit, read_split
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
@@ -64,22 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.tune", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
-    p.add_argument("--data", default="../shared/data/multi30k", help="Multi30K-style directory")
-    p.add_argument("--split", default="val", help="split to choose on (default val)")
+    add_split_args(p, "val")
     p.add_argument("--alphas", type=_alphas, default=list(DEFAULT_ALPHAS),
                    help=f"comma-separated alphas to try (default {','.join(map(str, DEFAULT_ALPHAS))})")
     p.add_argument("--beam-size", type=int, default=4, help="beam width (default 4)")
-    p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--write", action="store_true", help="store the best alpha in the checkpoint's config.json")
     args = p.parse_args(argv)
     if args.split.startswith("test") and args.write:
         fail(f"choose on a validation split, not {args.split!r}: the test set must stay unseen")
     ckpt = load_or_exit(args)
-    try:
-        sources, refs = read_parallel(args.data, args.split, ckpt.src_lang, ckpt.tgt_lang)
-    except DataError as exc:
-        fail(str(exc))
-    sources, refs = sources[: args.limit], refs[: args.limit]
+    sources, refs = read_split(args, ckpt)
     trials = []
     print(f"{ckpt.name} {ckpt.src_lang}->{ckpt.tgt_lang} {args.split}, beam {args.beam_size} "
           f"(now {ckpt.beam_alpha}):\n  alpha   BLEU   brevity  length ratio")
