@@ -14,7 +14,8 @@ is served by several processes. HAProxy (Debian's package `haproxy`) in front of
   them reach an app process;
 - checks each process's /_stcore/health; when one dies, its students' browsers reconnect
   to a live one, which rebuilds their page from the link in the address bar.
-`--backend HOST:PORT` adds app servers on other machines (each started there with
+`--backend HOST:PORT` adds app servers on other machines (each started there, from the root
+of a checkout so that it reads .streamlit/config.toml, with
 `streamlit run app/main.py --server.port PORT --server.address 0.0.0.0`); the same
 configuration balances over all of them. This launcher warms each local process up (one
 session draws the first pages: the model is loaded and the default sentence cached before
