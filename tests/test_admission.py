@@ -132,10 +132,16 @@ def test_in_the_app_a_new_page_waits_for_the_gate_and_a_layer_change_does_not(ap
     holders = [hold(gate, release, entered) for _ in range(gate.capacity)]   # other students' pages
     wait_until(lambda: gate.running == gate.capacity)
     waited = gate.waited
-    threading.Timer(1.0, release.set).start()
-    start = time.monotonic()
+    in_line = []
+
+    def release_once_in_line() -> None:      # (its sentence is decoded first, before the line)
+        wait_until(lambda: gate.waiting == 1, timeout=60)
+        in_line.append(time.monotonic())
+        time.sleep(0.5)
+        release.set()
+    threading.Thread(target=release_once_in_line, daemon=True).start()
     at.text_input(key="text").set_value("A dog runs on the beach.").run()     # new sentence: heavy
-    assert time.monotonic() - start >= 0.9, "the run did not wait for the gate"
+    assert in_line and time.monotonic() - in_line[0] >= 0.5, "the run did not wait for the gate"
     assert not at.exception and gate.waited == waited + 1
     assert not [i for i in at.info if "in line" in i.value]                   # the note is gone
     for t in holders:
