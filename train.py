@@ -24,7 +24,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--resume", help="continue the run whose --out was this directory")
     g.add_argument("--init-from", metavar="DIR",
                    help="continue training a finished checkpoint: its weights, tokenizer, shape, step and "
-                        "epoch counts and log (--epochs counts all epochs); the optimizer starts empty")
+                        "epoch counts and log (--epochs counts all epochs); the optimizer starts empty. "
+                        "--dropout may change the rate; the other shape options are ignored")
     g.add_argument("--rewarm", type=int, default=200,
                    help="with --init-from: steps over which the rate ramps up again (default 200)")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
@@ -208,6 +209,16 @@ def model_config(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenize
                   max_positions=max(256, args.max_len + 2), **src_tok.special_ids, **overrides)
 
 
+def with_dropout(model: Transformer, dropout: float) -> Transformer:
+    """The same weights in a model whose dropout rate is `dropout` (the only setting of the
+    shape that --init-from may change: it has no weights of its own)."""
+    if dropout == model.cfg.dropout:
+        return model
+    changed = Transformer(replace(model.cfg, dropout=dropout))
+    changed.load_state_dict(model.state_dict())          # strict: same shapes
+    return changed
+
+
 # ---- evaluation ------------------------------------------------------------------------
 def as_checkpoint(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Checkpoint:
     return Checkpoint(model.eval(), src_tok, tgt_tok)
@@ -292,6 +303,8 @@ class Trainer:
         if args.resume or args.init_from:
             start = load_checkpoint(self.work / "last" if args.resume else args.init_from)
             self.src_tok, self.tgt_tok, self.model = start.src_tokenizer, start.tgt_tokenizer, start.model
+            if args.init_from and args.dropout is not None:
+                self.model = with_dropout(self.model, args.dropout)
         else:
             self.src_tok, self.tgt_tok = build_tokenizers(args, train_src, train_tgt)
             self.model = Transformer(model_config(args, self.src_tok, self.tgt_tok))

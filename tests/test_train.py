@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,27 @@ def test_init_from_continues_a_finished_model_with_its_counts_log_and_a_new_ramp
     s = training.Schedule(peak=3e-3, warmup=60, restart=steps_before, rewarm=10)
     assert s.lr(steps_before + 5) == pytest.approx(0.5 * training.learning_rate(steps_before + 5, 3e-3, 60))
     assert s.lr(steps_before + 10) == pytest.approx(training.learning_rate(steps_before + 10, 3e-3, 60))
+
+
+def test_init_from_may_change_the_dropout_rate_and_nothing_else_of_the_shape(tmp_path):
+    data = tmp_path / "data"
+    write_reverse_task(data, n_train=300)
+    first = tmp_path / "first"
+    assert train.main(base_args(data, first, "--epochs", "1")) == 0
+    before = load_checkpoint(first)
+    out = tmp_path / "more"
+    assert train.main(["--data", str(data), "--src", "src", "--tgt", "tgt", "--init-from", str(first),
+                       "--dropout", "0.3", "--d-model", "64", "--epochs", "2", "--out", str(out),
+                       "--no-progress", "--threads", "1"]) == 0
+    after = load_checkpoint(out)
+    assert after.config.dropout == 0.3 != before.config.dropout
+    assert replace(after.config, dropout=before.config.dropout) == before.config     # --d-model ignored
+    dropouts = {m.p for m in after.model.modules() if isinstance(m, torch.nn.Dropout)}
+    assert dropouts == {0.3} and {m.dropout for m in after.model.modules() if hasattr(m, "n_heads")} == {0.3}
+    same = train.with_dropout(before.model, before.config.dropout)
+    assert same is before.model
+    changed = train.with_dropout(before.model, 0.5)
+    assert all(torch.equal(a, b) for a, b in zip(changed.state_dict().values(), before.model.state_dict().values()))
 
 
 def test_torchrun_two_processes_keep_identical_replicas(tmp_path):
