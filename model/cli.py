@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import torch
@@ -9,6 +10,7 @@ import torch
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.data import DataError, read_parallel
 from model.decoding import BEAM_SIZES, LENGTH_PENALTIES, METHODS, DecodeOptions
+from model.ensemble import Ensemble
 
 DEFAULT_CHECKPOINT = "checkpoints/multi30k-en-de"
 
@@ -17,6 +19,12 @@ def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
                    help=f"checkpoint directory (default {DEFAULT_CHECKPOINT})")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+
+
+def add_ensemble_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ensemble", nargs="+", metavar="DIR", default=[],
+                   help="more checkpoints decoded together with --checkpoint (the mean of their next-token "
+                        "probabilities; same vocabulary); --checkpoint gives the tokenizer and the alpha")
 
 
 def add_split_args(p: argparse.ArgumentParser, default_split: str) -> None:
@@ -71,12 +79,25 @@ def decode_options(args: argparse.Namespace, ckpt: Checkpoint, record_steps: boo
 
 
 def load_or_exit(args: argparse.Namespace) -> Checkpoint:
+    """--checkpoint, or with --ensemble (tools that offer it) all of them as one Ensemble."""
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        return load_checkpoint(args.checkpoint)
+        ckpt = load_checkpoint(args.checkpoint)
+        others = [load_checkpoint(d) for d in getattr(args, "ensemble", [])]
     except CheckpointError as exc:
         fail(str(exc))
+    if not others:
+        return ckpt
+    protos = lambda c: (c.src_tokenizer.proto, c.tgt_tokenizer.proto)  # noqa: E731
+    for d, other in zip(args.ensemble, others):
+        if protos(other) != protos(ckpt):
+            fail(f"{d}: its tokenizer differs from {args.checkpoint}'s; an ensemble needs one vocabulary")
+    try:
+        model = Ensemble([ckpt.model] + [o.model for o in others])
+    except ValueError as exc:
+        fail(str(exc))
+    return dataclasses.replace(ckpt, model=model)
 
 
 def fail(message: str) -> "NoReturn":  # noqa: F821

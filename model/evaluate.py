@@ -14,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from model.card import EVAL_RESULTS, write_card
-from model.cli import add_checkpoint_arg, add_split_args, load_or_exit, read_split
+from model.cli import add_checkpoint_arg, add_ensemble_arg, add_split_args, load_or_exit, read_split
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
+    add_ensemble_arg(p)
     add_split_args(p, "test_2016_flickr")
     p.add_argument("--beam-size", type=int, default=4, help="beam width scored besides greedy (default 4)")
     p.add_argument("--alpha", type=float,

@@ -13,7 +13,7 @@ import sys
 
 from tqdm import tqdm
 
-from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
+from model.cli import add_checkpoint_arg, add_decode_args, add_ensemble_arg, decode_options, fail, load_or_exit
 from model.pipeline import translate
 
 
@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.translate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
+    add_ensemble_arg(p)
     p.add_argument("--input", help="file with one sentence per line (default: standard input)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together (default 32)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
