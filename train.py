@@ -57,6 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language (no tying)")
     g.add_argument("--tokenizer-from", help="reuse the tokenizer of this checkpoint directory")
     g.add_argument("--max-len", type=int, default=128, help="truncate training sentences to this many tokens")
+    g.add_argument("--data-note", metavar="TEXT",
+                   help="how --data was made, for the model card (e.g. 'targets translated by an ensemble')")
     g = p.add_argument_group("model")
     g.add_argument("--preset", default="small", choices=sorted(PRESETS), help="model shape (default small)")
     for name in ("d-model", "n-heads", "n-encoder-layers", "n-decoder-layers", "d-ff"):

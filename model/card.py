@@ -124,8 +124,16 @@ def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
         lines.append(f"  - epochs {before.get('epochs', 0) + 1}-{end}: continued from those weights with "
                      f"`--init-from {b.get('init_from', '?')} --epochs {b.get('epochs', '?')} --cooldown-epochs "
                      f"{b.get('cooldown_epochs', 0):g}` (an empty optimizer, the rate ramped up again over "
-                     f"{b.get('rewarm', '?')} steps, amp {b.get('amp', '?')}){ended}")
+                     f"{b.get('rewarm', '?')} steps, amp {b.get('amp', '?')}){_other_data(a, b)}{ended}")
     return lines
+
+
+def _other_data(first: dict[str, Any], part: dict[str, Any]) -> str:
+    """A continued part that trained on other data than the first part: which, and how it was made."""
+    if part.get("data") == first.get("data") and not part.get("data_note"):
+        return ""
+    note = f": {part['data_note']}" if part.get("data_note") else ""
+    return f", trained on `--data {part.get('data', '?')}`{note}"
 
 
 def _decoding(decoding: dict[str, Any] | None) -> list[str]:

@@ -101,6 +101,7 @@ def test_init_from_continues_a_finished_model_with_its_counts_log_and_a_new_ramp
     assert after.meta["epochs"] == 3
     card = (out / "README.md").read_text()
     assert "in two parts: epochs 1-2" in card and "epochs 3-3: continued from those weights with `--init-from" in card
+    assert "trained on `--data" not in card                      # the same data as the first part
     s = training.Schedule(peak=3e-3, warmup=60, restart=steps_before, rewarm=10)
     assert s.lr(steps_before + 5) == pytest.approx(0.5 * training.learning_rate(steps_before + 5, 3e-3, 60))
     assert s.lr(steps_before + 10) == pytest.approx(training.learning_rate(steps_before + 10, 3e-3, 60))
@@ -112,10 +113,12 @@ def test_init_from_may_change_the_dropout_rate_and_nothing_else_of_the_shape(tmp
     first = tmp_path / "first"
     assert train.main(base_args(data, first, "--epochs", "1")) == 0
     before = load_checkpoint(first)
-    out = tmp_path / "more"
-    assert train.main(["--data", str(data), "--src", "src", "--tgt", "tgt", "--init-from", str(first),
-                       "--dropout", "0.3", "--d-model", "64", "--epochs", "2", "--out", str(out),
-                       "--no-progress", "--threads", "1"]) == 0
+    out, other = tmp_path / "more", tmp_path / "other-data"
+    write_reverse_task(other, n_train=300, seed=1)
+    assert train.main(["--data", str(other), "--data-note", "another draw of the task", "--src", "src",
+                       "--tgt", "tgt", "--init-from", str(first), "--dropout", "0.3", "--d-model", "64",
+                       "--epochs", "2", "--out", str(out), "--no-progress", "--threads", "1"]) == 0
+    assert f"trained on `--data {other}`: another draw of the task" in (out / "README.md").read_text()
     after = load_checkpoint(out)
     assert after.config.dropout == 0.3 != before.config.dropout
     assert replace(after.config, dropout=before.config.dropout) == before.config     # --d-model ignored
