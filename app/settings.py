@@ -17,7 +17,7 @@ import streamlit as st
 from app import figures, state
 from app.diagram import BLOCK_IDS
 from model.checkpoint import Checkpoint, CheckpointError
-from model.decoding import BEAM_SIZES, METHODS, DecodeOptions
+from model.decoding import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
 from model.kinds import KIND_NAMES
 from model.lab import SWITCHES
 from model.tasks import TASKS
@@ -63,7 +63,7 @@ TEXT = Setting("text", "text", "")
 CHECKPOINT = Setting("checkpoint", "checkpoint", "multi30k-en-de")
 METHOD = Setting("method", "method", "beam", choices=METHODS)
 BEAM = Setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
-ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=(0.0, 3.0), step=0.1)   # default: the model's own
+ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own
 NO_REPEAT = Setting("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
 TEMPERATURE = Setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
 TOP_K = Setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))

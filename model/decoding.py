@@ -30,6 +30,7 @@ from model.transformer import Transformer
 METHODS = ("greedy", "beam", "sample")
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 BEAM_SIZES = (1, 16)          # smallest and largest beam width
+ALPHAS = (0.0, 5.0)           # GNMT length-penalty exponents offered (model.tune, the app's slider)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class DecodeOptions:
             raise ValueError(f"beam size must be between {BEAM_SIZES[0]} and {BEAM_SIZES[1]}, got {self.beam_size}")
         if self.length_penalty not in LENGTH_PENALTIES:
             raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}")
+        if not ALPHAS[0] <= self.alpha <= ALPHAS[1]:
+            raise ValueError(f"alpha must be between {ALPHAS[0]:g} and {ALPHAS[1]:g}, got {self.alpha:g}")
         if self.temperature <= 0:
             raise ValueError("temperature must be > 0")
         if not 0 < self.top_p <= 1:

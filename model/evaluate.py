@@ -14,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from model.card import EVAL_RESULTS, write_card
-from model.cli import add_checkpoint_arg, add_ensemble_arg, add_split_args, load_or_exit, read_split
+from model.cli import add_checkpoint_arg, add_ensemble_arg, add_split_args, fail, load_or_exit, read_split
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
@@ -39,7 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"greedy": DecodeOptions("greedy")}
     if args.beam_size > 1:
         alpha = ckpt.beam_alpha if args.alpha is None else args.alpha
-        runs[f"beam {args.beam_size}"] = DecodeOptions("beam", beam_size=args.beam_size, alpha=alpha)
+        try:
+            runs[f"beam {args.beam_size}"] = DecodeOptions("beam", beam_size=args.beam_size, alpha=alpha)
+        except ValueError as exc:
+            fail(str(exc))
     table = {}
     for name, opts in runs.items():
         start = time.time()

@@ -20,11 +20,11 @@ from tqdm import tqdm
 
 from model.checkpoint import Checkpoint, write_decoding
 from model.cli import add_checkpoint_arg, add_split_args, fail, load_or_exit, read_split
-from model.decoding import DecodeOptions
+from model.decoding import ALPHAS, DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
 
-DEFAULT_ALPHAS = (0.6, 1.0, 1.4, 1.8, 2.2, 2.6)
+DEFAULT_ALPHAS = (0.6, 1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4)
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ def _alphas(text: str) -> list[float]:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
-    if not values or any(a < 0 for a in values):
-        raise argparse.ArgumentTypeError("expected one or more alphas >= 0")
+    if not values or not all(ALPHAS[0] <= a <= ALPHAS[1] for a in values):
+        raise argparse.ArgumentTypeError(f"expected one or more alphas from {ALPHAS[0]:g} to {ALPHAS[1]:g}")
     return values
 
 
@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {t.alpha:5.2f}  {t.bleu:5.2f}  {t.brevity:7.3f}  {t.length_ratio:12.3f}", flush=True)
     chosen = best(trials)
     print(f"best: alpha {chosen.alpha} (BLEU {chosen.bleu}, {chosen.signature})")
+    if len(trials) > 1 and chosen.alpha in (min(args.alphas), max(args.alphas)):
+        print(f"note: {chosen.alpha} is at the edge of the alphas tried; try some beyond it with --alphas",
+              file=sys.stderr)
     if args.write:
         path = write_decoding(args.checkpoint, {
             "alpha": chosen.alpha, "chosen_on": args.split, "beam_size": args.beam_size,

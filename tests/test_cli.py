@@ -139,6 +139,7 @@ def test_tune_stores_the_best_alpha_that_the_clis_then_use(tokenizer, tmp_path):
     chosen = max(rows, key=lambda a: (rows[a], -a))
     assert load_checkpoint(ck).beam_alpha == chosen and f"best: alpha {chosen}" in done.stdout
     assert f"α = {chosen:g}" in render_card(ck) and "| 2.5 |" in render_card(ck)
+    assert "edge of the alphas tried" in done.stderr                  # of two, the best is always at an edge
 
     p = argparse.ArgumentParser()
     add_decode_args(p)
@@ -150,6 +151,8 @@ def test_tune_stores_the_best_alpha_that_the_clis_then_use(tokenizer, tmp_path):
 def test_tune_refuses_to_choose_on_a_test_split(ckpt_dir):
     done = run("model.tune", "--checkpoint", str(ckpt_dir), "--split", "test_2016_flickr", "--write")
     assert done.returncode == 2 and "validation split" in done.stderr and "Traceback" not in done.stderr
+    done = run("model.tune", "--checkpoint", str(ckpt_dir), "--alphas", "1,6")
+    assert done.returncode == 2 and "from 0 to 5" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_tune_picks_the_highest_bleu_and_the_smaller_alpha_on_a_tie():

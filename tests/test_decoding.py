@@ -245,6 +245,9 @@ def test_gnmt_length_penalty():
     assert opts.normalise(-2.0, 7) == pytest.approx(-2.0 / 2 ** 0.6)
     with pytest.raises(ValueError):
         DecodeOptions("beam", beam_size=17)
+    assert DecodeOptions("beam", alpha=5.0).alpha == 5.0
+    with pytest.raises(ValueError, match="alpha"):
+        DecodeOptions("beam", alpha=5.5)
 
 
 # ---- blocking repeated n-grams ----------------------------------------------------------------

@@ -181,7 +181,7 @@ def test_page_slugs_are_unique_and_every_page_renders_through_the_registry():
 
 # ---- the model's own length penalty ---------------------------------------------------------------
 def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_path, monkeypatch):
-    """A checkpoint tuned for alpha 1.5 (config.json "decoding") opens with 1.5 and a link
+    """A checkpoint tuned for alpha 3.4 (config.json "decoding") opens with 3.4 and a link
     without alpha; switching to a model without one moves an untouched slider to 0.6; a
     moved slider stays, and its value is in the link."""
     from model.checkpoint import save_checkpoint, write_decoding
@@ -189,13 +189,13 @@ def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_pat
     m = tiny_model(tokenizer.vocab_size, seed=1)
     for name, langs in (("multi30k-en-de", ("en", "de")), ("multi30k-de-en", ("de", "en"))):
         save_checkpoint(tmp_path / name, m, tokenizer, tokenizer, meta={"src_lang": langs[0], "tgt_lang": langs[1]})
-    write_decoding(tmp_path / "multi30k-en-de", {"alpha": 1.5})
+    write_decoding(tmp_path / "multi30k-en-de", {"alpha": 3.4})   # the shipped en->de's; the slider once ended at 3
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(tmp_path))
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update({"text": SENTENCE})
     at.run()
     goto(at, "explore")
-    assert at.slider(key="alpha").value == 1.5 and "alpha" not in link_of(at)
+    assert at.slider(key="alpha").value == 3.4 and "alpha" not in link_of(at)
     at.selectbox(key="checkpoint").set_value("multi30k-de-en").run()
     assert at.slider(key="alpha").value == 0.6 and "alpha" not in link_of(at)
     at.slider(key="alpha").set_value(1.2).run()
@@ -204,7 +204,7 @@ def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_pat
     assert at.slider(key="alpha").value == 1.2 and link_of(at)["alpha"] == "1.2"
     assert not at.exception
 
-    at = AppTest.from_file(APP, default_timeout=60)          # a link that names 0.6 keeps it on a 1.5 model
+    at = AppTest.from_file(APP, default_timeout=60)          # a link that names 0.6 keeps it on a 3.4 model
     at.query_params.update({"text": SENTENCE, "alpha": "0.6", "view": "explore"})
     at.run()
     assert at.slider(key="alpha").value == 0.6 and link_of(at)["alpha"] == "0.6"
