@@ -2,9 +2,6 @@
 beamed, batched), and refused when the members cannot be averaged."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -13,7 +10,8 @@ from model.checkpoint import save_checkpoint
 from model.decoding import DecodeOptions, decode, output_log_probs
 from model.ensemble import Ensemble
 from model.tokenizer import Tokenizer
-from tests.conftest import ROOT, random_batch, sentences, tiny_model
+from model.translate import main as translate_main
+from tests.conftest import random_batch, sentences, tiny_model
 
 V = 40
 
@@ -91,7 +89,7 @@ def test_ensemble_refuses_what_cannot_be_averaged_or_traced(members):
         decode(ens, src, DecodeOptions("greedy", record_steps=True))
 
 
-def test_translate_cli_decodes_an_ensemble_and_names_a_foreign_tokenizer(tokenizer, tmp_path):
+def test_translate_cli_decodes_an_ensemble_and_names_a_foreign_tokenizer(tokenizer, tmp_path, capsys):
     for name, seed in (("a", 1), ("b", 2)):
         save_checkpoint(tmp_path / name, tiny_model(tokenizer.vocab_size, seed=seed), tokenizer, tokenizer,
                         meta={"src_lang": "en", "tgt_lang": "de"})
@@ -99,13 +97,10 @@ def test_translate_cli_decodes_an_ensemble_and_names_a_foreign_tokenizer(tokeniz
     save_checkpoint(tmp_path / "c", tiny_model(other.vocab_size, seed=3), other, other,
                     meta={"src_lang": "en", "tgt_lang": "de"})
 
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "model.translate", "--checkpoint", str(tmp_path / "a"), *args],
-                              input="the dog runs\na man in the park\n", capture_output=True, text=True, cwd=ROOT,
-                              timeout=120)
-
-    done = run("--ensemble", str(tmp_path / "b"))
-    assert done.returncode == 0, done.stderr
-    assert len(done.stdout.split("\n")) == 3
-    refused = run("--ensemble", str(tmp_path / "c"))
-    assert refused.returncode == 2 and "tokenizer differs" in refused.stderr and "Traceback" not in refused.stderr
+    (tmp_path / "in.txt").write_text("the dog runs\na man in the park\n")
+    args = ["--checkpoint", str(tmp_path / "a"), "--input", str(tmp_path / "in.txt"), "--no-progress"]
+    assert translate_main([*args, "--ensemble", str(tmp_path / "b")]) == 0
+    assert len(capsys.readouterr().out.split("\n")) == 3
+    with pytest.raises(SystemExit) as refused:
+        translate_main([*args, "--ensemble", str(tmp_path / "c")])
+    assert refused.value.code == 2 and "tokenizer differs" in capsys.readouterr().err
