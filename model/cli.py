@@ -89,15 +89,18 @@ def load_or_exit(args: argparse.Namespace) -> Checkpoint:
         fail(str(exc))
     if not others:
         return ckpt
-    protos = lambda c: (c.src_tokenizer.proto, c.tgt_tokenizer.proto)  # noqa: E731
     for d, other in zip(args.ensemble, others):
-        if protos(other) != protos(ckpt):
+        if _tokenizer_protos(other) != _tokenizer_protos(ckpt):
             fail(f"{d}: its tokenizer differs from {args.checkpoint}'s; an ensemble needs one vocabulary")
     try:
         model = Ensemble([ckpt.model] + [o.model for o in others])
     except ValueError as exc:
         fail(str(exc))
     return dataclasses.replace(ckpt, model=model)
+
+
+def _tokenizer_protos(ckpt: Checkpoint) -> tuple[bytes, bytes]:
+    return ckpt.src_tokenizer.proto, ckpt.tgt_tokenizer.proto
 
 
 def fail(message: str) -> "NoReturn":  # noqa: F821
