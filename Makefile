@@ -25,10 +25,10 @@ app: $(STAMP)
 	$(PY) -m streamlit run app/main.py --server.port $(PORT) --browser.gatherUsageStats false
 
 # A class: one app process per core behind HAProxy (apt-get install -y haproxy).
-# BIND=0.0.0.0:8501 to reach it from the network; see deploy/serve.py --help.
+# BIND=0.0.0.0:8501 to reach it from the network; see python -m serving.launcher --help.
 BIND ?= 127.0.0.1:$(PORT)
 serve: $(STAMP)
-	$(PY) deploy/serve.py --bind $(BIND)
+	$(PY) -m serving.launcher --bind $(BIND)
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -40,6 +40,7 @@ from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import explain, translate
 from model.tokenizer import Tokenizer
+from model.trace import Recording
 from model.training import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step, validation_loss
 from model.transformer import Transformer
 
@@ -236,7 +237,7 @@ def attention_snapshot(ckpt: Checkpoint, texts: list[str]) -> list[dict[str, Any
     rounded to 3 decimals to keep the per-epoch file small."""
     shots = []
     for text in texts:
-        ex = explain(ckpt, text, DecodeOptions("greedy"), record_scores=False)
+        ex = explain(ckpt, text, DecodeOptions("greedy"), recording=Recording())
         # float64 before rounding: a rounded float32 prints as 0.0949999988079071 in JSON
         round3 = lambda t: torch.round(t[:, 0].double(), decimals=3).tolist()  # noqa: E731
         shots.append({"source": text, "output": ex.output,

@@ -10,6 +10,8 @@
     ctx.knocked_out(h)  the explanation with heads h switched off }
     ctx.encoder_batch(texts)  a padded batch of sentences through the encoder
     ctx.cursor          the step-through page's StepCursor (session state)
+    ctx.figure(name, key, build)  a figure of this sentence, built once per process (key: what
+                        else it is drawn from) with the sidebar's display applied
     ctx.open(slug)      go to another page (its widgets' values set beforehand stay)
 
 Extras go through app/resources.py's caches, so two students asking for the same
@@ -17,20 +19,21 @@ thing share one computation; nothing here is stored on the model.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from app import resources, state
-from app.cursor import StepCursor
 from app.settings import Settings
+from app.state import StepCursor
 from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import Explanation
-from model.trace import Trace
+from model.trace import Recording, Trace
 
 
 @dataclass
@@ -60,16 +63,20 @@ class Context:
             return self.explanation
         return resources.get_explanation(self.path, self.explanation.text, greedy_options(self.settings.opts))
 
+    def recorded(self, recording: Recording) -> Explanation:
+        """The explanation with a trace that records `recording` (the decoding is the same)."""
+        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, recording=recording)
+
     @cached_property
     def with_stream(self) -> Explanation:
-        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, stream=True)
+        return self.recorded(WITH_STREAM)
 
     def open(self, slug: str) -> None:
         st.switch_page(self.pages[slug])
 
     @cached_property
     def with_qkv(self) -> Explanation:
-        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, qkv=True)
+        return self.recorded(WITH_QKV)
 
     def knocked_out(self, heads: frozenset[str]) -> Explanation:
         return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, knockout=heads)
@@ -79,13 +86,21 @@ class Context:
 
     @property
     def figure_key(self) -> tuple:
-        """What every figure of this sentence's decoding depends on, plus the display settings."""
-        return (self.path, self.explanation.text, self.settings.opts, self.settings.colorscale,
-                self.settings.font_size)
+        """What every figure of this sentence's decoding depends on (the display is applied apart)."""
+        return self.path, self.explanation.text, self.settings.opts
+
+    def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
+        """The figure `name` of this sentence, drawn from `key` too, on the sidebar's display:
+        built once per process and shared by every session that asks for the same."""
+        return resources.get_figure(name, (self.figure_key, key), self.settings.display, build)
 
     @property
     def cursor(self) -> StepCursor:
         return state.cursor()
+
+
+WITH_STREAM = Recording(scores=True, stream=True)   # the overview and the lesson
+WITH_QKV = Recording(scores=True, qkv=True)         # inside one head
 
 
 def greedy_options(opts: DecodeOptions) -> DecodeOptions:

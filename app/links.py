@@ -20,9 +20,10 @@ from typing import Any
 import streamlit as st
 
 from app import state
-from app.settings import ALPHA, CHECKPOINT, LINKED, OV_BLOCK, TEXT
+from app.settings import ALPHA, CHECKPOINT, TEXT, linked
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
+BLOCK = "block"               # the overview's block (app/views/overview.py)
 LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
 MAX_STEP = 1000
 
@@ -31,8 +32,9 @@ def parse(params: Mapping[str, str], checkpoints: Iterable[str]) -> dict[str, An
     """URL parameters -> {setting name: value} for the settings that fit their spec."""
     out: dict[str, Any] = {}
     known = set(checkpoints)
+    specs = linked()
     for param, raw in params.items():
-        spec = LINKED.get(param)
+        spec = specs.get(param)
         if spec is None:
             continue
         value = spec.from_link(raw)
@@ -53,9 +55,9 @@ def linked_step(params: Mapping[str, str]) -> int | None:
 def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
     """Once per session: the link's state into the owners. Returns the page an old-style
     link (`view=...`) names, if any."""
-    if st.session_state.get(state.LINK_READ):
+    if state.held(state.LINK_READ):
         return None
-    st.session_state[state.LINK_READ] = True
+    state.hold(state.LINK_READ, True)
     params = {k: st.query_params[k] for k in st.query_params}
     for name, value in parse(params, checkpoints).items():
         state.put(name, value)
@@ -63,7 +65,7 @@ def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
     view = params.get(VIEW)
     if view in set(pages):
         return view
-    if params and OV_BLOCK.param not in params and _opened_at_root(pages):
+    if params and BLOCK not in params and _opened_at_root(pages):
         return FORMER_LANDING
     return None
 
@@ -82,9 +84,10 @@ def current(values: Mapping[str, Any], step: int, page: str | None = None,
     differs from its default (on the overview, its block always: see the module's text).
     `defaults` overrides a spec's default by setting name (the model's own alpha)."""
     out = {}
-    always = {TEXT} | ({OV_BLOCK} if page == LANDING else set())
+    specs = linked()
+    always = {TEXT} | ({specs[BLOCK]} if page == LANDING else set())
     defaults = defaults or {}
-    for param, spec in LINKED.items():
+    for param, spec in specs.items():
         default = defaults.get(spec.name, spec.default)
         value = values.get(spec.name, default if spec in always else None)
         if value is None or (value == default and spec not in always):
@@ -97,12 +100,12 @@ def current(values: Mapping[str, Any], step: int, page: str | None = None,
 
 def publish() -> None:
     """Write the current state into the address bar."""
-    if not st.session_state.get(state.LINK_READ):
+    if not state.held(state.LINK_READ):
         return
     cursor = state.cursor()
-    model_alpha = st.session_state.get(state.MODEL_ALPHA)
+    model_alpha = state.held(state.MODEL_ALPHA)
     wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step,
-                     st.session_state.get(state.PAGE),
+                     state.held(state.PAGE),
                      {ALPHA.name: model_alpha} if model_alpha is not None else None)
     if dict(st.query_params) != wanted:
         st.query_params.from_dict(wanted)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import resources, sentence, state
-from app.admission import Waiting
 from app.context import Context
 from app.settings import Settings
 from app.views import card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
 from model.checkpoint import CheckpointError
+from serving.admission import Waiting
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
     ctx = Context(ckpt, settings, pages=st_pages or {})
     text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
     work = (page.slug, str(settings.checkpoint), text, settings.opts)
-    if page.takes_sentence and st.session_state.get(state.ADMITTED) != work:
+    if page.takes_sentence and state.held(state.ADMITTED) != work:
         sentence.decode_early(ckpt, text, settings)     # batched with the sentences of the same moment
     with admitted(work) as ok:
         if not ok:
@@ -70,7 +70,7 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
             if ex is None:
                 return
             ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
-        st.session_state[state.PAGE] = page.slug      # links.publish writes what this page needs
+        state.hold(state.PAGE, page.slug)              # links.publish writes what this page needs
         with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
             page.render(ctx)
 
@@ -81,7 +81,7 @@ def admitted(work: tuple) -> Iterator[bool]:
     (a layer change, a click: light), else once the process's gate lets it through,
     showing the student their place in line meanwhile. False: the line is full (said)."""
     note = st.empty()        # drawn on every run: the page's elements keep their places
-    if st.session_state.get(state.ADMITTED) == work:
+    if state.held(state.ADMITTED) == work:
         yield True
         return
     gate = resources.admission_gate()
@@ -99,7 +99,7 @@ def admitted(work: tuple) -> Iterator[bool]:
             st.button("Try again", key="admission-retry")
         yield ok
         if ok:
-            st.session_state[state.ADMITTED] = work
+            state.hold(state.ADMITTED, work)
 
 
 def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:

@@ -1,9 +1,11 @@
-"""Cached resources: the model loads once per process; explanations are cached per
-(checkpoint, text, settings); figures per what they are drawn from. All are shared by
-every session and must stay read-only (st.plotly_chart only copies a figure)."""
+"""Cached resources, one of each per process, shared by every session and read-only: the
+configuration (read from the environment once), the model, explanations per (checkpoint,
+text, options, recording), figures per what they are drawn from, and the serving machinery
+(admission gate, decoding batcher, lab scheduler) of serving/."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -12,12 +14,11 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from app.admission import Gate
-from app.batching import Batcher
-from app.lab_jobs import Scheduler, machine_slots_from_env
+from figures import Display
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions, DecodeResult
 from model.pipeline import (
+    SCORES,
     Explanation,
     decode_many,
     encoder_trace,
@@ -26,15 +27,29 @@ from model.pipeline import (
     knockout_effects,
     source_ids,
 )
-from model.trace import Trace
+from model.trace import Recording, Trace
+from serving.admission import Gate
+from serving.batching import Batcher
+from serving.config import ServingConfig
+from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CHECKPOINT = "multi30k-en-de"
 MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
 
 
+def config() -> ServingConfig:
+    """The process's configuration (serving/config.py), made once from its environment. (Keyed by
+    the TRANSFORMER_* variables: tests start several apps with other settings in one process.)"""
+    return _config(tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TRANSFORMER_"))))
+
+
+@st.cache_resource(show_spinner=False)
+def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
+    return ServingConfig.from_env(dict(env))
+
+
 def checkpoints_dir() -> Path:
-    return Path(os.environ.get("TRANSFORMER_CHECKPOINTS", ROOT / "checkpoints"))
+    return config().checkpoints
 
 
 def available_checkpoints() -> list[Path]:
@@ -44,8 +59,8 @@ def available_checkpoints() -> list[Path]:
 @st.cache_resource(show_spinner=False)
 def _configure_threads() -> bool:
     # torch.set_num_interop_threads raises on a second call: once per process.
-    # deploy/serve.py sets TRANSFORMER_THREADS so that its processes share the cores.
-    torch.set_num_threads(int(os.environ.get("TRANSFORMER_THREADS", 0)) or max(1, min(2, os.cpu_count() or 1)))
+    # The launcher sets TRANSFORMER_THREADS so that its processes share the cores.
+    torch.set_num_threads(config().threads)
     return True
 
 
@@ -59,41 +74,34 @@ def get_checkpoint(path: str) -> Checkpoint:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def get_explanation(
-    path: str, text: str, opts: DecodeOptions, reference: str | None = None, qkv: bool = False,
-    knockout: frozenset[str] = frozenset(), stream: bool = False,
-) -> Explanation:
-    """qkv: also record each head's Q, K, V (for the inside-one-head view); knockout:
-    heads switched off (for the knockout view); stream: the residual stream, Add & Norm
-    steps, FFN units and logits (for the overview).
+def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None,
+                    recording: Recording = SCORES, knockout: frozenset[str] = frozenset()) -> Explanation:
+    """The sentence's decoding and a trace recording what `recording` says; knockout: heads
+    switched off (the knockout page).
 
     The decoding itself is done once per (model, sentence, options): the plain
     explanation's, decoded together with other sessions' sentences of the same moment
     (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
     ckpt = get_checkpoint(path)
     if knockout:                                   # heads switched off change the decoding itself
-        return explain(ckpt, text, opts, reference=reference, record_scores=True, record_qkv=qkv,
-                       knockout=knockout, record_stream=stream)
-    if reference is None and not qkv and not stream:
+        return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
+    if reference is None and recording == SCORES:
         ids = source_ids(ckpt, text)               # raises InputError here, in its own session
         return explain_decoded(ckpt, text, ids, decode_batcher()((path, opts), ids))
     plain = get_explanation(path, text, opts)
-    return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, record_qkv=qkv,
-                           record_stream=stream)
-
-
-MAX_BATCH = int(os.environ.get("TRANSFORMER_MAX_BATCH", 16))
+    return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
 
 
 @st.cache_resource(show_spinner=False)
 def decode_batcher() -> Batcher:
     """The process's batcher of decodings: sentences of one model and one set of options
-    asked for at about the same time are decoded as one batch (at most MAX_BATCH,
+    asked for at about the same time are decoded as one batch (at most
     $TRANSFORMER_MAX_BATCH; 1 turns batching off)."""
     def run(group: tuple[str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
         path, opts = group
         return decode_many(get_checkpoint(path), ids, opts)
-    return Batcher(run, max_batch=MAX_BATCH, window=0.02 if MAX_BATCH > 1 else 0.0)
+    most = config().max_batch
+    return Batcher(run, max_batch=most, window=0.02 if most > 1 else 0.0)
 
 
 @st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)
@@ -109,32 +117,25 @@ def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def get_figure(name: str, key: Hashable, _build: Callable[[], go.Figure]) -> go.Figure:
-    """The figure `name` drawn from `key` (everything it depends on), built once per process.
-    A widget change that does not touch `key` then costs no figure building."""
-    return _build()
+def get_figure(name: str, key: Hashable, display: Display, _build: Callable[[], go.Figure]) -> go.Figure:
+    """The figure `name` drawn from `key` (everything it depends on) on `display`, built once per
+    process and shared (st.plotly_chart only copies it). A widget change that does not touch
+    `key` then costs no figure building."""
+    return display.apply(_build())
 
 
 # ---- admission -------------------------------------------------------------------------------
 # One heavy run at a time: the decoding is batched before the line (decode_early), and what is
 # left (building and sending figures) holds the GIL, so a second one in parallel only slows the
 # light runs beside it (BENCHMARKS.md, session 8: 30 students, admit 1 vs 2).
-ADMIT = int(os.environ.get("TRANSFORMER_ADMIT", 0)) or 1
-MAX_WAITING = int(os.environ.get("TRANSFORMER_MAX_WAITING", 60))
-
-
 @st.cache_resource(show_spinner=False)
 def admission_gate() -> Gate:
-    """The process's admission gate: ADMIT heavy page runs at once ($TRANSFORMER_ADMIT,
-    default 1), at most MAX_WAITING in line ($TRANSFORMER_MAX_WAITING, default 60)."""
-    return Gate(ADMIT, MAX_WAITING)
+    """The process's admission gate: $TRANSFORMER_ADMIT heavy page runs at once (default 1), at
+    most $TRANSFORMER_MAX_WAITING in line (default 60)."""
+    return Gate(config().admit, config().max_waiting)
 
 
 # ---- the training lab --------------------------------------------------------------------------
-LAB_SLOTS = int(os.environ.get("TRANSFORMER_LAB_SLOTS", 0)) or max(1, (os.cpu_count() or 2) // 2)
-LAB_MAX_SECONDS = float(os.environ.get("TRANSFORMER_LAB_MAX_SECONDS", 180))
-
-
 def session_alive(session_id: str) -> bool:
     """Whether a browser is still connected to this session (True outside a server, e.g. AppTest)."""
     from streamlit.runtime import Runtime
@@ -143,8 +144,11 @@ def session_alive(session_id: str) -> bool:
 
 @st.cache_resource(show_spinner=False)
 def lab_scheduler() -> Scheduler:
-    """The process's training-lab scheduler: at most LAB_SLOTS runs train at once
-    ($TRANSFORMER_LAB_SLOTS; default one per two cores), the others queue. Under
-    `make serve` the limit holds for the machine ($TRANSFORMER_LAB_LOCKS)."""
+    """The process's training-lab scheduler: at most $TRANSFORMER_LAB_SLOTS runs train at once
+    (default one per two cores), the others queue. Under `make serve` the limit holds for the
+    machine ($TRANSFORMER_LAB_LOCKS)."""
     _configure_threads()
-    return Scheduler(LAB_SLOTS, alive=session_alive, machine=machine_slots_from_env(LAB_SLOTS))
+    cfg = config()
+    machine = MachineSlots(cfg.lab_locks, cfg.lab_slots) if cfg.lab_locks else None
+    return Scheduler(cfg.lab_slots, alive=session_alive, machine=machine,
+                     runner=functools.partial(train_in_process, threads=cfg.lab_threads))

@@ -32,11 +32,12 @@ PRESETS = {
     },
 }
 CUSTOM = "(type your own)"
+PRESET = "preset"         # the preset picker's widget key (it only sets the sentence)
 TEXT_LANG = "text_lang"   # owner key: the language the sentence is in
 
 
 def _use_preset() -> None:
-    chosen = st.session_state["preset"]
+    chosen = state.widget(PRESET)
     if chosen != CUSTOM:
         state.set_widget(TEXT.name, chosen)
 
@@ -45,7 +46,7 @@ def _follow_language(src_lang: str, first_preset: str) -> None:
     """A model reading another language gets that language's first preset."""
     if state.get(TEXT_LANG, src_lang) != src_lang:
         state.set_widget(TEXT.name, first_preset)
-        st.session_state["preset"] = CUSTOM
+        state.mirror(PRESET, CUSTOM)
     state.put(TEXT_LANG, src_lang)
 
 
@@ -53,9 +54,9 @@ def input_ui(src_lang: str) -> str:
     presets = PRESETS.get(src_lang, {})
     first = next(iter(presets), "")
     _follow_language(src_lang, first)
-    if "preset" not in st.session_state:
-        st.session_state["preset"] = CUSTOM
-    st.selectbox("Try a preset sentence", [CUSTOM, *presets], key="preset", on_change=_use_preset,
+    if state.widget(PRESET) is None:
+        state.mirror(PRESET, CUSTOM)
+    st.selectbox("Try a preset sentence", [CUSTOM, *presets], key=PRESET, on_change=_use_preset,
                  format_func=lambda s: s if s == CUSTOM else f"{s}  ({presets[s]})")
     state.restore(TEXT.name, first)
     text = st.text_input(f"Sentence to translate ({src_lang}, at most {resources.MAX_APP_TOKENS} subword tokens)",

@@ -1,9 +1,14 @@
-"""Every setting a student can choose, described once.
+"""Settings a student can choose: the `Setting` spec, the widgets drawn from it, the registry,
+and the settings every page shares (the sentence, the model, decoding, display, layer/head).
 
 A `Setting` names its widget key (= its name in app/state.py's owner), its link
 parameter, its default, and its bounds or choices. The same spec draws the widget
 (`slider`, `selectbox`, ... below), checks a link's value (app/links.py) and writes
-the link back. Decoding choices and defaults come from `DecodeOptions`.
+the link back. A page declares its own settings beside its code with `setting(...)`,
+which enters them in the registry; `linked()` collects every registered setting that a
+link carries (for links, and for a class that follows its teacher). Bounds that depend on
+the model (layers, heads, token positions) are not written here: the widget's options come
+from the model and clamp the value. Decoding choices and defaults come from `DecodeOptions`.
 """
 from __future__ import annotations
 
@@ -14,19 +19,24 @@ from typing import Any
 
 import streamlit as st
 
-from app import figures, state
-from app.diagram import BLOCK_IDS
+from app import state
+from figures import Display
 from model.checkpoint import Checkpoint, CheckpointError
 from model.decoding import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
-from model.kinds import KIND_NAMES
-from model.lab import SWITCHES
-from model.tasks import TASKS
 
 MAX_TEXT_CHARS = 1000
 
 
-def _flag(raw: str) -> bool:
+def flag(raw: str) -> bool:
     return raw.lower() in ("1", "true", "yes")
+
+
+def index(raw: str) -> int:
+    """A position, a layer, a head: a non-negative integer (the model bounds it when drawn)."""
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"{value} < 0")
+    return value
 
 
 @dataclass(frozen=True)
@@ -58,69 +68,40 @@ class Setting:
         return "1" if value is True else str(value)
 
 
-_D = DecodeOptions()
-TEXT = Setting("text", "text", "")
-CHECKPOINT = Setting("checkpoint", "checkpoint", "multi30k-en-de")
-METHOD = Setting("method", "method", "beam", choices=METHODS)
-BEAM = Setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
-ALPHA = Setting("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own
-NO_REPEAT = Setting("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
-TEMPERATURE = Setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
-TOP_K = Setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
-TOP_P = Setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
-SEED = Setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
-PROJECTOR = Setting("projector", "projector", False, _flag)
-IMAGE_FORMAT = Setting("image_format", "format", "png", choices=("png", "svg"))
-KIND = Setting("kind", "kind", "cross", choices=KIND_NAMES)
-LAYER = Setting("layer", "layer", 0, int, bounds=(0, 63))
-HEAD = Setting("head", "head", 0, int, bounds=(0, 63))
-QUERY = Setting("query", "query", None, int, bounds=(0, 1000))
-HEAD_KIND = Setting("head_kind", "head_kind", "cross", choices=KIND_NAMES)
-HEAD_QUERY = Setting("head_query", "head_query", 0, int, bounds=(0, 1000))
-MASK_KIND = Setting("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
-SNAP_LAYER = Setting("snap_layer", None, -1, int)   # -1: the last layer
-SNAP_HEAD = Setting("snap_head", None, 0, int)
-KO_LAYERS = Setting("ko_layers", None, ())          # knockout: whole layers switched off
-KO_HEADS = Setting("ko_heads", None, ())            # knockout: single heads switched off
-KO_CELL = Setting("ko_cell", None, None)            # knockout: the (module, head) cell clicked in the grid
-PE_DIMS = Setting("pe_dims", None, None)            # positional page: dimensions plotted (None: the page's choice)
-PE_POSITIONS = Setting("pe_positions", None, 100, int)
-NO_SCALE = Setting("no_scale", None, False)         # inside one head: drop 1/sqrt(d_k)
-ALL_PRUNED = Setting("all_pruned", None, False)     # step page: pruned candidates of every step
-# the whole-model overview (app/views/overview.py)
-OV_BLOCK = Setting("ov_block", "block", "encoder.self_attn", choices=BLOCK_IDS)
-OV_TOKEN = Setting("ov_token", "token", 0, int, bounds=(0, 1000))      # the source token followed
-OV_POS = Setting("ov_pos", "pos", 0, int, bounds=(0, 1000))            # the decoder position followed
-OV_LAYER = Setting("ov_layer", "ov_layer", 0, int, bounds=(0, 63))
-OV_TEMPERATURE = Setting("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), step=0.1)
-OV_TOP_K = Setting("ov_top_k", None, 0, int, bounds=(0, 50))
-OV_TOP_P = Setting("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
-OV_UNIT = Setting("ov_unit", None, None, int)
-LESSON_STEP = Setting("lesson_step", "lesson", 1, int, bounds=(1, 14))   # the guided lesson's step
-# the training lab (app/views/lab.py)
-LAB_TASK = Setting("lab_task", None, "reverse", choices=tuple(TASKS))
-LAB_LENGTHS = Setting("lab_lengths", None, (4, 10), bounds=(1, 20))
-LAB_SYMBOLS = Setting("lab_symbols", None, 20, int, bounds=(2, 26))
-LAB_D_MODEL = Setting("lab_d_model", None, 64, int, choices=(16, 32, 64, 128))
-LAB_HEADS = Setting("lab_heads", None, 4, int, choices=(1, 2, 4, 8))
-LAB_LAYERS = Setting("lab_layers", None, 2, int, bounds=(1, 3))
-LAB_D_FF = Setting("lab_d_ff", None, 256, int, choices=(32, 64, 128, 256, 512))
-LAB_SWITCHES = {name: Setting(f"lab_{name}", None, True) for name in SWITCHES}
-LAB_SMOOTHING = Setting("lab_smoothing", None, 0.1, float, choices=(0.0, 0.1))
-LAB_WARMUP = Setting("lab_warmup", None, True)
-LAB_TEACHER = Setting("lab_teacher_forcing", None, True)
-LAB_STEPS = Setting("lab_steps", None, 3000, int, bounds=(50, 20_000))
-LAB_SEED = Setting("lab_seed", None, 0, int, bounds=(0, 10_000))
-LAB_SNAPSHOT = Setting("lab_snapshot", None, -1, int)   # step of the attention snapshot shown (-1: the last)
-LAB_TEXT = Setting("lab_text", None, "")                 # the lab model's input to decode
-LAB_SAVE_NAME = Setting("lab_save_name", None, "")
+REGISTRY: dict[str, Setting] = {}
 
-# Every setting that a link carries, by link parameter. The step of the step-through
-# page is in links too, but its owner is the cursor (app/links.py).
-LINKED: dict[str, Setting] = {s.param: s for s in (
-    TEXT, CHECKPOINT, KIND, LAYER, HEAD, QUERY, METHOD, BEAM, ALPHA, NO_REPEAT, TEMPERATURE, TOP_K, TOP_P, SEED,
-    PROJECTOR, IMAGE_FORMAT, HEAD_KIND, HEAD_QUERY, MASK_KIND, OV_BLOCK, OV_TOKEN, OV_POS, OV_LAYER, LESSON_STEP)
-    if s.param}
+
+def setting(name: str, param: str | None, default: Any, parse: Callable[[str], Any] = str, **kw: Any) -> Setting:
+    """Declare a setting (beside the page that draws it) and enter it in the registry."""
+    spec = Setting(name, param, default, parse, **kw)
+    if REGISTRY.get(name, spec) != spec:
+        raise ValueError(f"two different settings named {name!r}")
+    REGISTRY[name] = spec
+    return spec
+
+
+def linked() -> dict[str, Setting]:
+    """Every registered setting that a link carries, by link parameter. The step of the
+    step-through page is in links too, but its owner is the cursor (app/links.py)."""
+    import app.pages  # noqa: F401 - every page has declared its settings once the registry of pages is loaded
+    return {s.param: s for s in REGISTRY.values() if s.param}
+
+
+_D = DecodeOptions()
+TEXT = setting("text", "text", "")
+CHECKPOINT = setting("checkpoint", "checkpoint", "multi30k-en-de")
+METHOD = setting("method", "method", "beam", choices=METHODS)
+BEAM = setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
+ALPHA = setting("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own
+NO_REPEAT = setting("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
+TEMPERATURE = setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
+TOP_K = setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
+TOP_P = setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
+SEED = setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
+PROJECTOR = setting("projector", "projector", False, flag)
+IMAGE_FORMAT = setting("image_format", "format", "png", choices=("png", "svg"))
+LAYER = setting("layer", "layer", 0, index)      # the explorer's, masks' and one head's layer / head
+HEAD = setting("head", "head", 0, index)
 
 
 # ---- widgets drawn from a spec -------------------------------------------------------------------
@@ -206,12 +187,9 @@ class Settings:
     image_format: str = "png"
 
     @property
-    def font_size(self) -> int:
-        return 18 if self.projector else 12
-
-    @property
-    def colorscale(self) -> str:
-        return figures.CONTRAST_COLORSCALE if self.projector else figures.COLORSCALE
+    def display(self) -> Display:
+        """Font size and colour scale of every figure (projector mode: large, high contrast)."""
+        return Display.for_projector(self.projector)
 
 
 HELP = {
@@ -229,11 +207,10 @@ def follow_model_alpha(alpha: float) -> None:
     """The alpha slider starts at the chosen model's alpha and follows it when the model
     changes, unless the student moved it away from the previous model's. The model's
     alpha is kept for the link (a link leaves out an alpha equal to its model's)."""
-    ss = st.session_state
-    before = ss.get(state.MODEL_ALPHA)
+    before = state.held(state.MODEL_ALPHA)
     if before is not None and before != alpha and state.get(ALPHA.name, before) == before:
         state.set_widget(ALPHA.name, alpha)
-    ss[state.MODEL_ALPHA] = alpha
+    state.hold(state.MODEL_ALPHA, alpha)
 
 
 def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:

@@ -6,8 +6,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from app.analysis import matrix_csv
 from app.settings import Settings
+from model.readings import matrix_csv
 from model.trace import Trace
 
 

@@ -17,11 +17,11 @@ import time
 
 import torch
 
-from app.batching import Batcher
 from benchmarks.class_load import SENTENCES
 from model.checkpoint import load_checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import decode_many, explain_decoded, source_ids
+from serving.batching import Batcher
 
 
 def one_round(ckpt, texts: list[str], opts: DecodeOptions, max_batch: int) -> tuple[float, list[float]]:

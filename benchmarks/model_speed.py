@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchmarks.common import alternate, machine, ratio_line
-from model import Trace
+from model import Recording, Trace
 from model.config import preset
 from model.transformer import Transformer
 
@@ -109,7 +109,7 @@ def main() -> None:
     ours.eval()
     for name, (b, seed, rounds) in {"1 sentence": (1, 1, a.rounds * 10), "batch of 32": (32, 2, a.rounds * 2)}.items():
         src_i, tgt_i = batch(a.vocab, b, a.src_len, a.tgt_len, seed=seed)
-        ta, tb = alternate(lambda s=src_i, t=tgt_i: inference(ours, s, t, Trace(record_scores=True)),
+        ta, tb = alternate(lambda s=src_i, t=tgt_i: inference(ours, s, t, Trace(Recording(scores=True))),
                            lambda s=src_i, t=tgt_i: inference(ours, s, t, None), rounds, warmup=3)
         print(f"inference, {name}  " + ratio_line("full trace", ta, "no trace", tb))
 

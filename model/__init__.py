@@ -3,7 +3,7 @@
 Public entry points (imported lazily, so `python -m model.trace` runs cleanly):
     ModelConfig, PRESETS        -- model/config.py
     Transformer                 -- model/transformer.py
-    Trace                       -- model/trace.py
+    Trace, Recording            -- model/trace/
     Tokenizer                   -- model/tokenizer.py
     load_checkpoint, save_checkpoint, CheckpointError -- model/checkpoint.py
 """
@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {"ModelConfig": "model.config", "PRESETS": "model.config", "Trace": "model.trace",
-            "Transformer": "model.transformer", "Tokenizer": "model.tokenizer",
+            "Recording": "model.trace", "Transformer": "model.transformer", "Tokenizer": "model.tokenizer",
             "load_checkpoint": "model.checkpoint", "save_checkpoint": "model.checkpoint",
             "CheckpointError": "model.checkpoint"}
 __all__ = list(_EXPORTS)

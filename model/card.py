@@ -25,6 +25,23 @@ def read_training_log(directory: str | Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line] if path.is_file() else []
 
 
+def shape_rows(cfg: ModelConfig) -> dict[str, object]:
+    """The model's shape, as a student reads it."""
+    return {
+        "d_model": cfg.d_model, "heads": cfg.n_heads, "d_k = d_model / heads": cfg.d_head,
+        "encoder layers": cfg.n_encoder_layers, "decoder layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+        "dropout": cfg.dropout, "norm": "pre-norm" if cfg.norm_first else "post-norm (paper)",
+        "vocabulary": f"{cfg.src_vocab_size} ({'joint' if cfg.tie_embeddings else 'separate'})",
+        "max positions": cfg.max_positions,
+        "FFN activation": cfg.activation + (" (paper)" if cfg.activation == "relu" else ""),
+        "positional encoding": "sin/cos interleaved (paper)" if cfg.pe_layout == "interleaved"
+        else "all sines, then all cosines (Marian)",
+        "embeddings × √d_model": "yes (paper)" if cfg.scale_embedding else "no",
+        "output bias": "yes (Marian's final_logits_bias)" if cfg.logits_bias else "no (paper)",
+        "decoder start symbol": "<pad> (Marian)" if cfg.bos_id == cfg.pad_id else "<s>",
+    }
+
+
 def render_card(directory: str | Path) -> str:
     d = Path(directory)
     config = _read_json(d / "config.json", {})
@@ -45,11 +62,10 @@ def render_card(directory: str | Path) -> str:
         f"{cfg.src_vocab_size} pieces, {'joint for both languages' if cfg.tie_embeddings else 'one per language'}.",
         "",
         "## Model",
-        "| d_model | heads | encoder layers | decoder layers | d_ff | dropout | norm | tied embeddings | parameters |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {cfg.d_model} | {cfg.n_heads} | {cfg.n_encoder_layers} | {cfg.n_decoder_layers} | {cfg.d_ff} | "
-        f"{cfg.dropout} | {'pre' if cfg.norm_first else 'post (paper)'} | {cfg.tie_embeddings} | "
-        f"{config.get('parameters', 0) / 1e6:.2f} M |",
+        "| setting | value |",
+        "|---|---|",
+        *(f"| {name} | {value} |" for name, value in shape_rows(cfg).items()),
+        f"| parameters | {config.get('parameters', 0) / 1e6:.2f} M |",
         "",
         f"Weights stored as {config.get('weights_dtype', 'float32')} (loaded as float32).",
         "",

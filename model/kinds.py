@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model import names
+
 
 @dataclass(frozen=True)
 class AttentionKind:
@@ -28,7 +30,7 @@ class AttentionKind:
 
     def layer_name(self, layer: int) -> str:
         """The trace name of this kind's weights in one layer, e.g. "decoder.1.cross_attn"."""
-        return f"{self.stack}.{layer}.{self.module}"
+        return names.sublayer(self.stack, layer, self.module)
 
 
 ATTENTION_KINDS: dict[str, AttentionKind] = {
@@ -63,3 +65,10 @@ def kind(name: str) -> AttentionKind:
     except KeyError:
         raise KeyError(f"unknown attention kind {name!r}; known: {', '.join(KIND_NAMES)}") from None
 
+
+def of_module(stack: str, module: str) -> AttentionKind:
+    """The kind of attention a stack's module holds, e.g. ("decoder", "cross_attn") -> cross."""
+    for k in ATTENTION_KINDS.values():
+        if (k.stack, k.module) == (stack, module):
+            return k
+    raise KeyError(f"no attention in {stack}.{module}")

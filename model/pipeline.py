@@ -19,7 +19,9 @@ from model.data import Example, collate
 from model.decoding import DecodeOptions, DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
 from model.kinds import kind
 from model.layers import RowKnockout
-from model.trace import Trace
+from model.trace import Recording, Trace
+
+SCORES = Recording(scores=True)      # what an explanation records unless told otherwise
 
 
 class InputError(ValueError):
@@ -80,14 +82,14 @@ class Explanation:
 
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
-            reference: str | None = None, record_scores: bool = True, record_qkv: bool = False,
-            knockout: frozenset[str] = frozenset(), record_stream: bool = False) -> Explanation:
+            reference: str | None = None, recording: Recording = SCORES,
+            knockout: frozenset[str] = frozenset()) -> Explanation:
     """Decode one sentence with per-step records, then trace one teacher-forced pass over
-    the output (or over the reference, when given). knockout: heads switched off;
-    record_stream: also the residual stream, each Add & Norm, the FFN units, the logits."""
+    the output (or over the reference, when given) recording what `recording` says
+    (model/trace); knockout: heads switched off."""
     ids = source_ids(ckpt, text)
     result = decode_many(ckpt, [ids], opts, knockout)[0]
-    return explain_decoded(ckpt, text, ids, result, reference, record_scores, record_qkv, knockout, record_stream)
+    return explain_decoded(ckpt, text, ids, result, reference, recording, knockout)
 
 
 def decode_many(ckpt: Checkpoint, ids: list[list[int]], opts: DecodeOptions,
@@ -101,8 +103,8 @@ def decode_many(ckpt: Checkpoint, ids: list[list[int]], opts: DecodeOptions,
 
 
 def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeResult,
-                    reference: str | None = None, record_scores: bool = True, record_qkv: bool = False,
-                    knockout: frozenset[str] = frozenset(), record_stream: bool = False) -> Explanation:
+                    reference: str | None = None, recording: Recording = SCORES,
+                    knockout: frozenset[str] = frozenset()) -> Explanation:
     """The Explanation of a decoding already done (`result`, from source ids `ids`): one
     teacher-forced pass over its output (or the reference) with a trace."""
     model, cfg = ckpt.model, ckpt.config
@@ -110,7 +112,7 @@ def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeR
     forced_ids = result.tokens
     if reference is not None:
         forced_ids = ckpt.tgt_tokenizer.encode(reference.strip())[: cfg.max_positions - 1]
-    trace = Trace(record_scores=record_scores, record_qkv=record_qkv, record_stream=record_stream)
+    trace = Trace(recording)
     forced = forced_decode(model, src, forced_ids, trace, knockout)
     target_ids = [cfg.bos_id] + forced_ids
     trace.source_tokens = [ckpt.src_tokenizer.pieces(ids)]
@@ -158,7 +160,7 @@ def encoder_trace(ckpt: Checkpoint, texts: list[str]) -> Trace:
     cfg = ckpt.config
     ids = [source_ids(ckpt, t) for t in texts]
     src = collate([Example(i, [cfg.bos_id]) for i in ids], cfg.pad_id)[0].to(next(ckpt.model.parameters()).device)
-    trace = Trace(record_scores=True)
+    trace = Trace(Recording(scores=True))
     with torch.inference_mode():
         ckpt.model.encode(src, trace=trace)
     trace.source_tokens = [ckpt.src_tokenizer.pieces(row) for row in src.tolist()]

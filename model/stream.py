@@ -1,8 +1,8 @@
 """The whole model, not only attention: readings of a trace recorded with
-`Trace(record_stream=True)` (the residual stream, each Add & Norm, the FFN's hidden units,
+`Trace(Recording(stream=True))` (the residual stream, each Add & Norm, the FFN's hidden units,
 the logits; names in model/trace), and of the embedding table.
 
-    trace = Trace(record_stream=True); model(src, tgt, trace)
+    trace = Trace(Recording(stream=True)); model(src, tgt, trace)
     rebuilt = add_and_norm_rebuilt(trace, "encoder.0.feed_forward")   # == trace["....out"]
     lens = logit_lens(model, trace)            # (L, B, T, V): each decoder layer's prediction
     ratios = update_ratios(trace, "encoder")   # (L, 2, B, T): ||Sublayer(x)|| / ||x||
@@ -28,7 +28,7 @@ def sublayer_names(trace: Trace, stack: str) -> list[list[str]]:
     for i in range(trace.num_layers(stack)):
         names.append([f"{stack}.{i}.{sub}" for sub in SUBLAYERS[stack] if f"{stack}.{i}.{sub}.out" in trace])
     if not names or not names[0]:
-        raise KeyError(f"the trace holds no {stack} stream: record it with Trace(record_stream=True)")
+        raise KeyError(f"the trace holds no {stack} stream: record it with Trace(Recording(stream=True))")
     return names
 
 

@@ -148,4 +148,21 @@ class Transformer(nn.Module):
         return self.project(self.decode(tgt, memory, src_mask, trace=trace, knockout=knockout), trace)
 
     def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+        return sum(n for _, n in self.parameter_counts())
+
+    def parameter_counts(self) -> list[tuple[str, int]]:
+        """Parameters per component; tied tensors are counted once (with the first component)."""
+        seen: set[int] = set()
+        rows = []
+        for name, module in (
+            ("embeddings (shared)" if self.cfg.tie_embeddings else "source embedding", self.src_embed),
+            ("target embedding", self.tgt_embed),
+            ("encoder", self.encoder),
+            ("decoder", self.decoder),
+            ("output projection (generator)", self.generator),
+        ):
+            fresh = [p for p in module.parameters() if id(p) not in seen]
+            seen.update(id(p) for p in fresh)
+            if fresh:
+                rows.append((name, sum(p.numel() for p in fresh)))
+        return rows

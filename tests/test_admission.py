@@ -8,7 +8,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.admission import Gate, Waiting
+from serving.admission import Gate, Waiting
 from tests.conftest import ROOT
 
 APP = str(ROOT / "app" / "main.py")

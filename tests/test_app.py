@@ -276,14 +276,14 @@ def test_knocking_out_a_whole_layer_changes_the_output(at):
 
 
 def test_matrix_csv_keeps_repeated_tokens_apart():
-    from app.analysis import matrix_csv
+    from model.readings import matrix_csv
     text = matrix_csv(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "a"], ["x", "<b>"])
     assert text.splitlines() == [",0:x,1:<b>", "0:a,0.25,0.75", "1:a,1,0"]
 
 
 def test_tree_until_places_kept_finished_and_pruned_candidates():
-    from app.analysis import tree_until
     from model.decoding import Candidate, StepRecord
+    from model.readings import tree_until
 
     def cand(parent: int, token: int, status: str) -> Candidate:
         return Candidate(parent, token, -1.0, -1.0, -1.0, status)

@@ -9,10 +9,10 @@ import time
 import pytest
 import torch
 
-from app.batching import Batcher
 from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import decode_many, explain, explain_decoded, source_ids
+from serving.batching import Batcher
 from tests.conftest import sentences, tiny_model
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from plotly.subplots import make_subplots
 
-from app import figures
+import figures
 
 
 @pytest.mark.parametrize("n_r,n_c", [(1, 1), (2, 4), (3, 8), (6, 8)])

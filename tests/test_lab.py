@@ -10,7 +10,6 @@ import time
 import pytest
 import torch
 
-from app.lab_jobs import Scheduler
 from model import tasks
 from model.checkpoint import load_checkpoint
 from model.config import ModelConfig
@@ -18,8 +17,9 @@ from model.decoding import greedy_batch
 from model.lab import LabRun, LabSettings
 from model.layers import EncoderLayer
 from model.tasks import TaskSpec
-from model.trace import Trace
+from model.trace import Recording, Trace
 from model.training import Schedule, StepSettings, loss_and_tokens, own_predictions, train_step
+from serving.lab_jobs import Scheduler
 from tests.conftest import random_batch, tiny_model
 
 # A small reverse task that a 1+1-layer model learns in a few hundred steps (~3 s on one core).
@@ -107,7 +107,7 @@ def test_without_the_causal_mask_a_position_sees_later_target_tokens():
 def test_without_scaling_scores_are_plain_dot_products_and_the_fast_path_agrees():
     src, tgt = random_batch(40, [6, 4], seed=3), random_batch(40, [5, 3], seed=4, bos=True)
     model = tiny_model(40, scale_attention=False)
-    trace = Trace(record_scores=True, record_qkv=True)
+    trace = Trace(Recording(scores=True, qkv=True))
     traced = model(src, tgt, trace)
     q, k = trace["encoder.0.self_attn.q"], trace["encoder.0.self_attn.k"]
     scores = trace["encoder.0.self_attn.scores"]
@@ -326,7 +326,7 @@ def test_training_examples_are_random_but_seeded():
 
 def test_processes_sharing_the_machine_slots_train_one_at_a_time(tmp_path):
     """Two schedulers (as two app processes under make serve) with one machine-wide slot."""
-    from app.lab_jobs import MachineSlots
+    from serving.lab_jobs import MachineSlots
     FakeRun.most = 0
     first, second = (Scheduler(slots=1, runner=fake_runner, machine=MachineSlots(tmp_path, 1)) for _ in range(2))
     a = first.submit("a", SMALL)

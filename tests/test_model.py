@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import model.layers as layers
-from model import Trace
+from model import Recording, Trace
 from model.config import ModelConfig, preset
 from model.masks import causal_mask, decoder_self_mask, padding_mask
 from tests.conftest import random_batch, tiny_model
@@ -21,7 +21,7 @@ SRC_LENGTHS, TGT_LENGTHS = [7, 4, 6], [5, 3, 6]
 
 def run_traced(m, **trace_kw):
     src, tgt = random_batch(V, SRC_LENGTHS, 1), random_batch(V, TGT_LENGTHS, 2, bos=True)
-    trace = Trace(**trace_kw)
+    trace = Trace(Recording(**trace_kw))
     with torch.no_grad():
         logits = m(src, tgt, trace)
     return src, tgt, trace, logits
@@ -29,7 +29,7 @@ def run_traced(m, **trace_kw):
 
 @pytest.fixture(params=[False, True], ids=["post-norm", "pre-norm"])
 def traced(request):
-    return run_traced(tiny_model(V, norm_first=request.param), record_scores=True)
+    return run_traced(tiny_model(V, norm_first=request.param), scores=True)
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])
@@ -78,7 +78,7 @@ def test_trace_does_not_change_outputs(norm_first):
     src, tgt = random_batch(V, SRC_LENGTHS, 1), random_batch(V, TGT_LENGTHS, 2, bos=True)
     with torch.no_grad():
         plain = m(src, tgt)
-        traced = m(src, tgt, Trace(record_scores=True, record_qkv=True))
+        traced = m(src, tgt, Trace(Recording(scores=True, qkv=True)))
     assert torch.allclose(plain, traced, atol=1e-5)
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import diagram
+from figures import diagram
 from model.config import preset
-from model.trace import Trace
+from model.trace import Recording, Trace
 from tests.conftest import random_batch, tiny_model
 from tests.test_app import APP, array, goto, page_of
 from tests.test_pages import link_of
@@ -32,7 +32,7 @@ def test_the_blocks_follow_the_models_config():
 
 def _traced():
     model = tiny_model(40)
-    trace = Trace(record_stream=True)
+    trace = Trace(Recording(stream=True))
     model(random_batch(40, [6], seed=1), random_batch(40, [5], seed=2, bos=True), trace)
     return model, trace
 
@@ -113,7 +113,7 @@ def test_the_attention_block_opens_the_explorer_at_its_kind_and_layer(at):
 
 # ---- the guided lesson --------------------------------------------------------------------------
 def test_every_lesson_step_draws_its_text_formula_figure_and_try_this(app_checkpoints, monkeypatch):
-    from app.lesson import STEPS
+    from figures.lesson import STEPS
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     at = goto(AppTest.from_file(APP, default_timeout=60).run(), "lesson")
     for k, step in enumerate(STEPS, start=1):
@@ -130,7 +130,7 @@ def test_every_lesson_step_draws_its_text_formula_figure_and_try_this(app_checkp
 
 
 def test_a_lesson_link_opens_its_step(app_checkpoints, monkeypatch):
-    from app.lesson import STEPS
+    from figures.lesson import STEPS
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update({"view": "lesson", "text": "the dog runs", "lesson": "9"})
@@ -141,14 +141,14 @@ def test_a_lesson_link_opens_its_step(app_checkpoints, monkeypatch):
 
 
 def test_the_cost_step_counts_this_sentences_scores():
-    from app.lesson import STEPS, LessonData
+    from figures.lesson import STEPS, LessonData
     from model.checkpoint import Checkpoint
     from model.pipeline import explain
     from model.tokenizer import Tokenizer
     from tests.conftest import sentences
     tok = Tokenizer.train(sentences(200), vocab_size=40)
     ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)
-    data = LessonData(ckpt, explain(ckpt, "the dog runs in the park", record_stream=True))
+    data = LessonData(ckpt, explain(ckpt, "the dog runs in the park", recording=Recording(scores=True, stream=True)))
     bars = json.loads(STEPS[-1].figure(data).to_json())["data"][0]
     s, t = len(data.src), len(data.tgt)
     assert bars["y"] == [s * s, t * t, t * s]

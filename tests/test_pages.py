@@ -9,10 +9,10 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.cursor import StepCursor
 from app.links import current, linked_step, parse
 from app.pages import BY_SLUG, PAGES
-from app.settings import LINKED
+from app.settings import linked
+from app.state import StepCursor
 from tests.conftest import ROOT
 from tests.test_app import APP, goto, page_of
 
@@ -157,7 +157,7 @@ def test_the_cursor_follows_its_decoding():
 
 
 def test_every_linked_setting_round_trips_and_ignores_junk():
-    for param, spec in LINKED.items():
+    for param, spec in linked().items():
         assert spec.default is None or spec.valid(spec.default), param
         for value in [v for v in (spec.default, *(spec.bounds or ()), *(spec.choices or ())) if v is not None]:
             assert spec.from_link(spec.to_link(value)) == value, (param, value)
@@ -168,7 +168,7 @@ def test_every_linked_setting_round_trips_and_ignores_junk():
 
 
 def test_links_hold_the_sentence_and_what_differs_from_the_defaults():
-    values = {spec.name: spec.default for spec in LINKED.values()} | {"text": "a dog", "beam_size": 8}
+    values = {spec.name: spec.default for spec in linked().values()} | {"text": "a dog", "beam_size": 8}
     assert current(values, 0) == {"text": "a dog", "beam": "8"}
     assert current(values, 4)["step"] == "4"
     assert current(values, 0, page="overview") == {"text": "a dog", "beam": "8", "block": "encoder.self_attn"}

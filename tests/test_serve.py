@@ -1,4 +1,4 @@
-"""`make serve` on loopback: two app processes behind HAProxy (deploy/serve.py). Each browser
+"""`make serve` on loopback: two app processes behind HAProxy (serving/launcher.py). Each browser
 stays on its process (a cookie, not its address), static files come gzipped, a killed
 process's students reconnect to a live one and get their page back from the link, and
 concurrent students never see each other's sentences."""
@@ -19,13 +19,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchmarks.class_load import Student, http_get
-from deploy.serve import COOKIE, Backend, haproxy_config
+from serving.launcher import COOKIE, Backend, haproxy_config
+from serving.protocol import Student, http_get
 from tests.conftest import CHROMIUM, ROOT, wait_healthy
 from tests.test_e2e import choose, free_port, settle, shown_value
 
 HAPROXY = shutil.which("haproxy")
-LAUNCHER_OUTPUT: list[str] = []      # what deploy/serve.py printed (read by a thread as it comes)
+LAUNCHER_OUTPUT: list[str] = []      # what the launcher printed (read by a thread as it comes)
 needs_haproxy = pytest.mark.skipif(HAPROXY is None, reason="haproxy not installed (apt-get install -y haproxy)")
 
 
@@ -55,7 +55,7 @@ def proxy(app_checkpoints):
         pytest.skip("haproxy not installed (apt-get install -y haproxy)")
     port, first = free_port(), free_port()
     env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints)}
-    launcher = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "serve.py"), "--bind", f"127.0.0.1:{port}",
+    launcher = subprocess.Popen([sys.executable, "-m", "serving.launcher", "--bind", f"127.0.0.1:{port}",
                                  "--processes", "2", "--first-port", str(first), "--quiet"], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -76,7 +76,7 @@ def get(url: str, path: str, cookies: dict[str, str]) -> dict[str, str]:
 
 @needs_haproxy
 def test_each_process_is_warmed_up_before_students_come(proxy):
-    """serve.py draws the first pages once in each process (deploy/warmup.py): the model is
+    """serve.py draws the first pages once in each process (serving/warmup.py): the model is
     loaded, and the pages ran without an exception (warm-up fails on one)."""
     _, ports = proxy
     deadline = time.time() + 240

@@ -14,14 +14,14 @@ from model.stream import (
     token_ranks,
     update_ratios,
 )
-from model.trace import Trace
+from model.trace import Recording, Trace
 from tests.conftest import random_batch, tiny_model
 
 SRC, TGT = random_batch(40, [7, 5], seed=11), random_batch(40, [6, 4], seed=12, bos=True)
 
 
 def traced(model, stream: bool = True) -> tuple[Trace, torch.Tensor]:
-    trace = Trace(record_stream=stream)
+    trace = Trace(Recording(stream=stream))
     return trace, model(SRC, TGT, trace)
 
 
@@ -73,7 +73,7 @@ def test_the_last_layers_logit_lens_is_the_models_output_distribution():
 
 def test_forced_decoding_records_the_logits_and_ranks_agree():
     model = tiny_model(40)
-    trace = Trace(record_stream=True)
+    trace = Trace(Recording(stream=True))
     reference = [5, 9, 7, 12]
     result = forced_decode(model, SRC[:1, :7], reference, trace)
     lens = logit_lens(model, trace)
@@ -117,7 +117,7 @@ def test_the_stream_is_exported_in_the_trace_json_only_when_recorded(tokenizer):
     ckpt = Checkpoint(tiny_model(tokenizer.vocab_size), tokenizer, tokenizer)
     plain = explanation_json(explain(ckpt, "the dog runs"), ckpt, explain.__defaults__[0])
     assert "stream" not in plain
-    ex = explain(ckpt, "the dog runs", record_stream=True)
+    ex = explain(ckpt, "the dog runs", recording=Recording(scores=True, stream=True))
     data = explanation_json(ex, ckpt, explain.__defaults__[0])
     s, t = len(data["source"]["tokens"]), len(data["target"]["tokens"])
     enc, dec = data["stream"]["encoder"], data["stream"]["decoder"]

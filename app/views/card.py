@@ -9,15 +9,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures
-from app.analysis import parameter_counts
+import figures
+from app import resources
 from app.context import Context
-from app.settings import SNAP_HEAD, SNAP_LAYER, layer_head
+from app.settings import layer_head, setting
 from app.ui import chart
-from model.card import EVAL_RESULTS, decoding_name, training_parts
+from model.card import EVAL_RESULTS, decoding_name, read_training_log, shape_rows, training_parts
 from model.checkpoint import Checkpoint
 from model.config import ModelConfig
 
+SNAP_LAYER = setting("snap_layer", None, -1, int)   # -1: the last layer
+SNAP_HEAD = setting("snap_head", None, 0, int)
 FFN = {"relu": "max(0, xW₁+b₁)W₂+b₂", "gelu": "GELU(xW₁+b₁)W₂+b₂", "swish": "swish(xW₁+b₁)W₂+b₂"}
 
 
@@ -25,30 +27,6 @@ def intro(cfg: ModelConfig) -> str:
     return (f"The model is the paper's encoder-decoder: N identical layers per stack, each with multi-head attention "
             f"and a position-wise feed-forward network FFN(x) = {FFN[cfg.activation]}, each sub-layer wrapped as "
             + ("LayerNorm(x + Sublayer(x))." if not cfg.norm_first else "x + Sublayer(LayerNorm(x)) (pre-norm)."))
-
-
-def _read_json_lines(path) -> list[dict]:
-    try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line]
-    except (OSError, json.JSONDecodeError):
-        return []
-
-
-def config_rows(cfg: ModelConfig) -> dict[str, object]:
-    """The model's shape, as a student reads it."""
-    return {
-        "d_model": cfg.d_model, "heads": cfg.n_heads, "d_k = d_model / heads": cfg.d_head,
-        "encoder layers": cfg.n_encoder_layers, "decoder layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
-        "dropout": cfg.dropout, "norm": "pre-norm" if cfg.norm_first else "post-norm (paper)",
-        "vocabulary": f"{cfg.src_vocab_size} ({'joint' if cfg.tie_embeddings else 'separate'})",
-        "max positions": cfg.max_positions,
-        "FFN activation": cfg.activation + (" (paper)" if cfg.activation == "relu" else ""),
-        "positional encoding": "sin/cos interleaved (paper)" if cfg.pe_layout == "interleaved"
-        else "all sines, then all cosines (Marian)",
-        "embeddings × √d_model": "yes (paper)" if cfg.scale_embedding else "no",
-        "output bias": "yes (Marian's final_logits_bias)" if cfg.logits_bias else "no (paper)",
-        "decoder start symbol": "<pad> (Marian)" if cfg.bos_id == cfg.pad_id else "<s>",
-    }
 
 
 def provenance(meta: dict) -> str:
@@ -67,10 +45,10 @@ def render(ctx: Context) -> None:
     ckpt, meta = ctx.checkpoint, ctx.checkpoint.meta
     st.caption(intro(ckpt.config))
     c1, c2 = st.columns(2)
-    rows = config_rows(ckpt.config)
+    rows = shape_rows(ckpt.config)
     c1.dataframe(pd.DataFrame({"setting": list(rows), "value": list(rows.values())}).astype(str),
                  hide_index=True, width="stretch")
-    counts = parameter_counts(ckpt.model)
+    counts = ckpt.model.parameter_counts()
     total = sum(n for _, n in counts)
     c2.dataframe(pd.DataFrame({"component": [c for c, _ in counts] + ["total"],
                                "parameters": [f"{n:,}" for _, n in counts] + [f"{total:,}"]}),
@@ -82,10 +60,14 @@ def render(ctx: Context) -> None:
 
 def _training(ctx: Context) -> None:
     ckpt = ctx.checkpoint
-    log = _read_json_lines(ckpt.path / "training_log.jsonl") if ckpt.path else []
+    try:
+        log = read_training_log(ckpt.path) if ckpt.path else []
+    except (OSError, ValueError):          # a damaged log: the page shows the rest
+        log = []
     if log:
-        chart(st, figures.training_curves(log, font_size=ctx.settings.font_size), key="curves",
-              settings=ctx.settings)
+        curves = resources.get_figure("curves", (str(ckpt.path), len(log)), ctx.settings.display,
+                                      lambda: figures.training_curves(log))
+        chart(st, curves, key="curves", settings=ctx.settings)
     _bleu_table(ckpt)
 
 
@@ -123,8 +105,8 @@ def snapshots_ui(ctx: Context) -> None:
     layer, head = layer_head(c[2:4], cross.shape[0], cross.shape[1], SNAP_LAYER, SNAP_HEAD,
                              default_layer=cross.shape[0] - 1)
     st.markdown(f"Epoch {epoch} output: `{shot['output']}`")
-    fig = figures.attention_heatmap(cross[layer, head], shot["target_tokens"], shot["source_tokens"],
-                                    title=f"cross-attention after epoch {epoch}", row_title="target",
-                                    col_title="source", colorscale=ctx.settings.colorscale,
-                                    font_size=ctx.settings.font_size)
+    fig = resources.get_figure("snapshot", (str(path), which, epoch, layer, head), ctx.settings.display,
+                               lambda: figures.attention_heatmap(
+        cross[layer, head], shot["target_tokens"], shot["source_tokens"], title=f"cross-attention after epoch {epoch}",
+        row_title="target", col_title="source"))
     chart(st, fig, key="snap_heatmap", settings=ctx.settings)

@@ -6,13 +6,16 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures
+import figures
 from app.context import Context
-from app.settings import HEAD_KIND, HEAD_QUERY, NO_SCALE, layer_head, selectbox, toggle
+from app.settings import index, layer_head, selectbox, setting, toggle
 from app.ui import chart, tokens_for
-from model.kinds import ATTENTION_KINDS
+from model.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.trace import Trace
 
+HEAD_KIND = setting("head_kind", "head_kind", "cross", choices=KIND_NAMES)
+HEAD_QUERY = setting("head_query", "head_query", 0, index)
+NO_SCALE = setting("no_scale", None, False)          # drop 1/sqrt(d_k)
 FORMULA = r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"
 INTRO = (
     "Each head projects the token vectors into queries Q, keys K and values V of d_k dimensions. A query's "
@@ -50,20 +53,22 @@ def render(ctx: Context) -> None:
                       format_func=lambda i: f"{i}: {q_tokens[i]}")
     q, k, v = (trace[f"{kind.layer_name(layer)}.{x}"][0, head].numpy() for x in "qkv")  # (Tq|Tk, d)
     for col, (label, mat, toks) in zip(st.columns(3), (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens))):
-        chart(col, figures.vector_heatmap(mat, toks, f"{label} (layer {layer}, head {head})",
-                                          font_size=ctx.settings.font_size), key=f"head_{label}", settings=ctx.settings)
-    weights = _scores(ctx, trace, name, (layer, head, query), q, k, k_tokens)
-    _output(ctx, weights, v, k_tokens)
+        fig = ctx.figure(f"head_{label}", (name, layer, head), lambda mat=mat, toks=toks, label=label:
+                         figures.vector_heatmap(mat, toks, f"{label} (layer {layer}, head {head})"))
+        chart(col, fig, key=f"head_{label}", settings=ctx.settings)
+    weights, scale = _scores(ctx, trace, name, (layer, head, query), q, k, k_tokens)
+    _output(ctx, weights, v, k_tokens, (name, layer, head, query, scale))
 
 
 def _scores(ctx: Context, trace: Trace, name: str, where: tuple[int, int, int], q: np.ndarray, k: np.ndarray,
-            k_tokens: list[str]) -> np.ndarray:
-    """One query's q·k, scaling, masking and softmax; checked against the model's own weights."""
+            k_tokens: list[str]) -> tuple[np.ndarray, bool]:
+    """One query's q·k, scaling, masking and softmax; checked against the model's own weights.
+    Returns the weights and whether they were scaled."""
     layer, head, query = where
     scale = not toggle(st, NO_SCALE, "Drop the 1/√d_k scaling", help=NO_SCALE_HELP)
     raw, scaled, weights = one_query(q[query], k, trace.mask(name)[0, query].numpy(), scale)
-    fig = figures.score_pipeline(raw, scaled, weights, k_tokens, font_size=ctx.settings.font_size,
-                                 scaled_name=f"q·k / √{q.shape[-1]}" if scale else "q·k (unscaled)")
+    fig = ctx.figure("head_pipeline", (name, layer, head, query, scale), lambda: figures.score_pipeline(
+        raw, scaled, weights, k_tokens, scaled_name=f"q·k / √{q.shape[-1]}" if scale else "q·k (unscaled)"))
     chart(st, fig, key="head_pipeline", settings=ctx.settings)
     model_row = trace.attention(name)[layer, 0, head, query].numpy()
     if scale:
@@ -72,12 +77,13 @@ def _scores(ctx: Context, trace: Trace, name: str, where: tuple[int, int, int], 
                    + f" Largest weight {weights.max():.3f}.")
     else:
         st.caption(f"Unscaled: largest weight {weights.max():.3f}, against {model_row.max():.3f} with the scaling.")
-    return weights
+    return weights, scale
 
 
-def _output(ctx: Context, weights: np.ndarray, v: np.ndarray, k_tokens: list[str]) -> None:
+def _output(ctx: Context, weights: np.ndarray, v: np.ndarray, k_tokens: list[str], where: tuple) -> None:
     contrib = weights[:, None] * v  # (Tk, d)
     out = contrib.sum(axis=0, keepdims=True)
-    chart(st, figures.vector_heatmap(np.concatenate([contrib, out]), [*k_tokens, "= output"],
-                                     "weight × V for each key, and their sum: the head's output for this query",
-                                     font_size=ctx.settings.font_size), key="head_output", settings=ctx.settings)
+    fig = ctx.figure("head_output", where, lambda: figures.vector_heatmap(
+        np.concatenate([contrib, out]), [*k_tokens, "= output"],
+        "weight × V for each key, and their sum: the head's output for this query"))
+    chart(st, fig, key="head_output", settings=ctx.settings)

@@ -4,12 +4,17 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app import figures, resources, state
+import figures
+from app import resources, state
 from app.context import Context
-from app.settings import KO_CELL, KO_HEADS, KO_LAYERS, multiselect
+from app.settings import multiselect, setting
 from app.ui import chart
 from model.checkpoint import Checkpoint
 from model.pipeline import head_names, token_probabilities
+
+KO_LAYERS = setting("ko_layers", None, ())          # whole layers switched off
+KO_HEADS = setting("ko_heads", None, ())            # single heads switched off
+KO_CELL = setting("ko_cell", None, None)            # the (module, head) cell clicked in the grid
 
 
 def _label(name: str) -> str:
@@ -40,12 +45,12 @@ def effects_grid(ctx: Context) -> None:
     modules = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in head_names(ckpt)))
     n_heads = ckpt.config.n_heads
     grid = np.array([[effects[f"{m}.{h}"] for h in range(n_heads)] + [effects[m]] for m in modules])
-    fig = resources.get_figure("ko_grid", (ctx.figure_key,), lambda: figures.knockout_grid(
+    fig = ctx.figure("ko_grid", (), lambda: figures.knockout_grid(
         grid, [_module_label(m) for m in modules], title="how much less likely the translation becomes "
-        "(drop in log-probability) with one head, or one whole layer, switched off", font_size=ctx.settings.font_size))
+        "(drop in log-probability) with one head, or one whole layer, switched off"))
     st.plotly_chart(fig, key="ko_grid", on_select="rerun", selection_mode="points", width="stretch",
                     config={"displaylogo": False})
-    cell = _clicked_cell(st.session_state.get("ko_grid"), len(modules), n_heads)
+    cell = _clicked_cell(state.widget("ko_grid"), len(modules), n_heads)
     if cell is not None:
         state.put(KO_CELL.name, cell)
     cell = state.get(KO_CELL.name)
@@ -86,5 +91,5 @@ def render(ctx: Context) -> None:
     before = token_probabilities(ckpt, ex.source_ids, ex.result.tokens)
     after = token_probabilities(ckpt, ex.source_ids, ex.result.tokens, off)
     tokens = ckpt.tgt_tokenizer.pieces(before.tokens)
-    chart(st, figures.probability_change(tokens, before.probs, after.probs, font_size=settings.font_size),
-          key="ko_probs", settings=settings)
+    fig = ctx.figure("ko_probs", off, lambda: figures.probability_change(tokens, before.probs, after.probs))
+    chart(st, fig, key="ko_probs", settings=settings)

@@ -1,9 +1,9 @@
 """Training lab: train a small Transformer live on a generated task, watch its attention
 form, switch off a part of the paper and see what breaks; then decode with it, save it.
 
-The run itself belongs to app/lab_jobs.py (off the script thread, K at once per server);
+The run itself belongs to serving/lab_jobs.py (off the script thread, K at once per server);
 this page only draws its settings, its progress and its results. The session's job is
-kept in session state under JOB: a rerun finds it again instead of starting another.
+kept in session state (app/state.py, LAB_JOB): a rerun finds it again instead of starting another.
 """
 from __future__ import annotations
 
@@ -19,42 +19,35 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from app import figures, resources, state
+import figures
+from app import resources, state
 from app.context import Context, greedy_options
-from app.lab_jobs import Job
-from app.settings import (
-    LAB_D_FF,
-    LAB_D_MODEL,
-    LAB_HEADS,
-    LAB_LAYERS,
-    LAB_LENGTHS,
-    LAB_SAVE_NAME,
-    LAB_SEED,
-    LAB_SMOOTHING,
-    LAB_SNAPSHOT,
-    LAB_STEPS,
-    LAB_SWITCHES,
-    LAB_SYMBOLS,
-    LAB_TASK,
-    LAB_TEACHER,
-    LAB_TEXT,
-    LAB_WARMUP,
-    radio,
-    range_slider,
-    selectbox,
-    slider,
-    text_input,
-    toggle,
-)
+from app.settings import radio, range_slider, selectbox, setting, slider, text_input, toggle
 from app.ui import chart
 from app.views import stepper
 from model import tasks
 from model.decoding import DecodeOptions
-from model.lab import LabRun, LabSettings, Snapshot
+from model.lab import SWITCHES, LabRun, LabSettings, Snapshot
 from model.pipeline import Explanation, InputError, explain
-from model.tasks import TaskSpec
+from model.tasks import TASKS, TaskSpec
+from serving.lab_jobs import Job
 
-JOB, PHASE = "lab_job", "lab_phase"
+LAB_TASK = setting("lab_task", None, "reverse", choices=tuple(TASKS))
+LAB_LENGTHS = setting("lab_lengths", None, (4, 10), bounds=(1, 20))
+LAB_SYMBOLS = setting("lab_symbols", None, 20, int, bounds=(2, 26))
+LAB_D_MODEL = setting("lab_d_model", None, 64, int, choices=(16, 32, 64, 128))
+LAB_HEADS = setting("lab_heads", None, 4, int, choices=(1, 2, 4, 8))
+LAB_LAYERS = setting("lab_layers", None, 2, int, bounds=(1, 3))
+LAB_D_FF = setting("lab_d_ff", None, 256, int, choices=(32, 64, 128, 256, 512))
+LAB_SWITCHES = {name: setting(f"lab_{name}", None, True) for name in SWITCHES}
+LAB_SMOOTHING = setting("lab_smoothing", None, 0.1, float, choices=(0.0, 0.1))
+LAB_WARMUP = setting("lab_warmup", None, True)
+LAB_TEACHER = setting("lab_teacher_forcing", None, True)
+LAB_STEPS = setting("lab_steps", None, 3000, int, bounds=(50, 20_000))
+LAB_SEED = setting("lab_seed", None, 0, int, bounds=(0, 10_000))
+LAB_SNAPSHOT = setting("lab_snapshot", None, -1, int)   # step of the attention snapshot shown (-1: the last)
+LAB_TEXT = setting("lab_text", None, "")                 # the lab model's input to decode
+LAB_SAVE_NAME = setting("lab_save_name", None, "")
 PROGRESS_EVERY_S = 1.0     # the progress bar's refresh while a job is live
 CHARTS_EVERY_S = 2.5       # the curves' and heatmaps' (points and snapshots come every eval_every steps)
 # What happens without each part, on the default task (reverse, length 4-10, 20 letters, d_model 64, 2+2
@@ -91,13 +84,13 @@ def render(ctx: Context) -> None:
     st.caption("Train a small Transformer, the same model and the same training step as the shipped ones, on a "
                "task made up in code. Watch the held-out accuracy rise and the attention form; then switch off "
                "one part of the paper and train again to see what that part is for.")
-    job: Job | None = st.session_state.get(JOB)
+    job: Job | None = state.held(state.LAB_JOB)
     busy = job is not None and job.active
     lab = _settings_ui(disabled=busy)
     _buttons(lab, job)
     if job is None:
         return
-    st.session_state[PHASE] = _phase(job)
+    state.hold(state.LAB_PHASE, _phase(job))
     st.fragment(_live, run_every=PROGRESS_EVERY_S if job.active else None)(ctx, job)
     if job.run is None or not job.run.history:
         return
@@ -145,7 +138,7 @@ def _settings_ui(disabled: bool) -> LabSettings:
     spec = TaskSpec(name, lo, hi, symbols)
     return LabSettings(task=spec, d_model=d_model, n_heads=heads, n_layers=layers, d_ff=d_ff, label_smoothing=smoothing,
                        warmup=warmup, teacher_forcing=teacher, max_steps=steps, seed=seed,
-                       time_cap_s=resources.LAB_MAX_SECONDS, **switches)
+                       time_cap_s=resources.config().lab_max_seconds, **switches)
 
 
 def _buttons(lab: LabSettings, job: Job | None) -> None:
@@ -156,16 +149,16 @@ def _buttons(lab: LabSettings, job: Job | None) -> None:
                 on_click=_start, args=(lab,))
     c[1].button("Stop", key="lab_stop", icon=":material/stop:", disabled=not busy, on_click=_stop)
     c[2].caption(f"Each run stops by itself at 100 % held-out accuracy, at its step limit, or after "
-                 f"{resources.LAB_MAX_SECONDS:.0f} s; closing the tab stops it too.")
+                 f"{resources.config().lab_max_seconds:.0f} s; closing the tab stops it too.")
 
 
 def _start(lab: LabSettings) -> None:
-    st.session_state[JOB] = resources.lab_scheduler().submit(_session_id(), lab)
+    state.hold(state.LAB_JOB, resources.lab_scheduler().submit(_session_id(), lab))
     state.put(LAB_SNAPSHOT.name, -1)
 
 
 def _stop() -> None:
-    job = st.session_state.get(JOB)
+    job = state.held(state.LAB_JOB)
     if job is not None:
         resources.lab_scheduler().stop(job)
 
@@ -184,7 +177,7 @@ def _phase(job: Job) -> tuple[str, bool]:
 def _live(ctx: Context, job: Job) -> None:
     """The queue position or the progress bar; the whole page again when the layout changes
     (the run starts drawing, or ends: the settings unlock, the results appear)."""
-    if _phase(job) != st.session_state.get(PHASE):
+    if _phase(job) != state.held(state.LAB_PHASE):
         st.rerun()
     if job.state == "queued":
         sched = resources.lab_scheduler()
@@ -224,15 +217,14 @@ def _progress(job: Job, run: LabRun) -> None:
 def _figure(ctx: Context, run: LabRun, name: str, key: tuple, build) -> go.Figure:
     """A lab figure, built once per (run, what it shows, display) and not every second:
     the live view redraws each second, new points and snapshots come every `eval_every` steps."""
-    display = (ctx.settings.colorscale, ctx.settings.font_size)
-    return resources.get_figure(f"lab_{name}", (run.uid, key, display), build)
+    return resources.get_figure(f"lab_{name}", (run.uid, key), ctx.settings.display, build)
 
 
 def _curves(ctx: Context, run: LabRun) -> None:
     h = list(run.history)
     fig = _figure(ctx, run, "curves", (len(h), h[-1].step), lambda: figures.lab_curves(
         [p.step for p in h], [p.train_loss for p in h], [p.heldout_loss for p in h], [p.token_acc for p in h],
-        [p.seq_acc for p in h], font_size=ctx.settings.font_size))
+        [p.seq_acc for p in h]))
     chart(st, fig, key="lab_curves", settings=ctx.settings)
 
 
@@ -244,14 +236,13 @@ def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
     left, right = st.columns([2, 3])
     mean = _figure(ctx, run, "cross_mean", snap.step, lambda: figures.attention_heatmap(
         snap.attention["decoder.cross_attn"][-1].mean(axis=0), dec, src, row_title="decoder input",
-        col_title="source", title="cross-attention, last layer, mean of the heads",
-        colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size))
+        col_title="source", title="cross-attention, last layer, mean of the heads"))
     chart(left, mean, key="lab_cross_mean", settings=ctx.settings)
     tabs = right.tabs(["cross-attention", "decoder self-attention", "encoder self-attention"])
     for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
                                      (dec, dec, src), (src, dec, src)):
         grid = _figure(ctx, run, name, snap.step, lambda name=name, rows=rows, cols=cols: figures.attention_grid(
-            snap.attention[name], rows, cols, colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size))
+            snap.attention[name], rows, cols))
         chart(tab, grid, key=f"lab_grid_{name}", settings=ctx.settings)
 
 
@@ -304,17 +295,17 @@ def _decode(ctx: Context, job: Job) -> None:
 
 
 def _lab_checkpoint(job: Job):
-    cached = st.session_state.get("lab_ckpt")
+    cached = state.held(state.LAB_MODEL)
     if cached is None or cached[0] != job.id:
         cached = (job.id, job.run.checkpoint(), {})
-        st.session_state["lab_ckpt"] = cached
+        state.hold(state.LAB_MODEL, cached)
     return cached[1]
 
 
 def _explained(text: str, opts: DecodeOptions) -> Explanation:
     """The lab model's decoding of `text`, kept in the session for the last few (text, options):
     a Next press in the step view reruns its fragment, and must not decode again."""
-    _, ckpt, memo = st.session_state["lab_ckpt"]
+    _, ckpt, memo = state.held(state.LAB_MODEL)
     if (text, opts) not in memo:
         while len(memo) >= 4:
             memo.pop(next(iter(memo)))

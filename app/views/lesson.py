@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import resources, state
+from app import state
 from app.context import Context
-from app.lesson import STEPS, LessonData
-from app.settings import LESSON_STEP, selectbox
+from app.settings import selectbox, setting
 from app.ui import chart
+from figures.lesson import STEPS, LessonData
+
+LESSON_STEP = setting("lesson_step", "lesson", 1, int, bounds=(1, len(STEPS)))   # 1-based
 
 
 def _move(by: int) -> None:
@@ -38,7 +40,6 @@ def render(ctx: Context) -> None:
     st.header(step.title)
     st.markdown(step.text)
     st.latex(step.formula)
-    data = LessonData(ctx.checkpoint, ctx.with_stream, ctx.settings.font_size, ctx.settings.colorscale)
-    fig = resources.get_figure("lesson", (ctx.figure_key, k), lambda: step.figure(data))
+    fig = ctx.figure("lesson", k, lambda: step.figure(LessonData(ctx.checkpoint, ctx.with_stream)))
     chart(st, fig, key="lesson_figure", settings=ctx.settings)
     st.info(f"**Try this:** {step.try_this}", icon=":material/science:")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures
+import figures
 from app.context import Context
-from app.settings import MASK_KIND, layer_head, radio
+from app.settings import layer_head, radio, setting
 from app.ui import chart, csv_button, tokens_for
-from model.kinds import ATTENTION_KINDS
+from model.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.pipeline import InputError
 
+MASK_KIND = setting("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
 SHORT = {"en": "A dog.", "de": "Ein Hund.", "fr": "Un chien."}
 INTRO = (
     "A mask says which keys each query may look at (1) and which are blocked (0). Blocked scores are set to −∞ "
@@ -32,7 +33,6 @@ def render(ctx: Context) -> None:
 
 def _padding(ctx: Context) -> None:
     st.subheader("Padding mask: a batch of two sentences")
-    fs = ctx.settings.font_size
     try:
         batch = ctx.encoder_batch((ctx.explanation.text, SHORT.get(ctx.checkpoint.src_lang, "A dog.")))
     except InputError as exc:
@@ -41,32 +41,31 @@ def _padding(ctx: Context) -> None:
     layer0 = batch.attention("encoder_self")[0]  # (B, H, S, S)
     for b, col in enumerate(st.columns(2)):
         toks = batch.source_tokens[b]
-        chart(col, figures.mask_heatmap(batch.mask("encoder_self")[b].int().numpy(), toks, toks,
-                                        title=f"sentence {b + 1}: encoder padding mask", font_size=fs),
-              key=f"pad_mask_{b}", settings=ctx.settings)
-        chart(col, figures.attention_heatmap(layer0[b, 0].numpy(), toks, toks,
-                                             title=f"sentence {b + 1}: layer 0, head 0 weights",
-                                             colorscale=ctx.settings.colorscale, font_size=fs),
-              key=f"pad_attn_{b}", settings=ctx.settings)
+        mask = ctx.figure(f"pad_mask_{b}", (), lambda b=b, toks=toks: figures.mask_heatmap(
+            batch.mask("encoder_self")[b].int().numpy(), toks, toks, title=f"sentence {b + 1}: encoder padding mask"))
+        chart(col, mask, key=f"pad_mask_{b}", settings=ctx.settings)
+        weights = ctx.figure(f"pad_attn_{b}", (), lambda b=b, toks=toks: figures.attention_heatmap(
+            layer0[b, 0].numpy(), toks, toks, title=f"sentence {b + 1}: layer 0, head 0 weights"))
+        chart(col, weights, key=f"pad_attn_{b}", settings=ctx.settings)
     st.caption(PADDING_CAPTION)
 
 
 def _causal_and_cross(ctx: Context) -> None:
     st.subheader("Causal and cross-attention masks of this translation")
-    trace, fs = ctx.explanation.trace, ctx.settings.font_size
+    trace = ctx.explanation.trace
     src, tgt = trace.source_tokens[0], trace.target_tokens[0]
     c1, c2 = st.columns(2)
-    chart(c1, figures.mask_heatmap(trace.mask("decoder_self")[0].int().numpy(), tgt, tgt,
-                                   title="decoder self-attention: causal mask", font_size=fs),
-          key="causal_mask", settings=ctx.settings)
-    chart(c2, figures.mask_heatmap(trace.mask("cross")[0].int().numpy(), tgt, src,
-                                   title="cross-attention: every source token", font_size=fs),
-          key="cross_mask", settings=ctx.settings)
+    causal = ctx.figure("causal_mask", (), lambda: figures.mask_heatmap(
+        trace.mask("decoder_self")[0].int().numpy(), tgt, tgt, title="decoder self-attention: causal mask"))
+    chart(c1, causal, key="causal_mask", settings=ctx.settings)
+    cross = ctx.figure("cross_mask", (), lambda: figures.mask_heatmap(
+        trace.mask("cross")[0].int().numpy(), tgt, src, title="cross-attention: every source token"))
+    chart(c2, cross, key="cross_mask", settings=ctx.settings)
 
 
 def _before_and_after(ctx: Context) -> None:
     st.subheader("Before and after the softmax")
-    trace, fs = ctx.explanation.trace, ctx.settings.font_size
+    trace = ctx.explanation.trace
     name = radio(st, MASK_KIND, "Attention", list(ATTENTION_KINDS), horizontal=True,
                  format_func=lambda k: ATTENTION_KINDS[k].label)
     kind = ATTENTION_KINDS[name]
@@ -76,11 +75,11 @@ def _before_and_after(ctx: Context) -> None:
     scores = trace.attention(name, "scores")[layer, 0, head].numpy()
     weights = trace.attention(name)[layer, 0, head].numpy()
     c1, c2 = st.columns(2)
-    chart(c1, figures.scores_heatmap(scores, rows, keys, "scores q·k/√d_k, blocked = −∞", font_size=fs),
-          key="scores", settings=ctx.settings)
-    chart(c2, figures.attention_heatmap(weights, rows, keys, title="weights after softmax (blocked = 0)",
-                                        colorscale=ctx.settings.colorscale, font_size=fs),
-          key="weights", settings=ctx.settings)
+    where = (name, layer, head)
+    chart(c1, ctx.figure("scores", where, lambda: figures.scores_heatmap(
+        scores, rows, keys, "scores q·k/√d_k, blocked = −∞")), key="scores", settings=ctx.settings)
+    chart(c2, ctx.figure("weights", where, lambda: figures.attention_heatmap(
+        weights, rows, keys, title="weights after softmax (blocked = 0)")), key="weights", settings=ctx.settings)
     a, b = st.columns(2)
     csv_button(a, scores, rows, keys, f"scores-{name}-layer{layer}-head{head}")
     csv_button(b, weights, rows, keys, f"weights-{name}-layer{layer}-head{head}")

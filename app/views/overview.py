@@ -11,30 +11,26 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app import diagram, figures, links, resources, state
+import figures
+from app import links, state
 from app.context import Context
-from app.settings import (
-    KIND,
-    LAYER,
-    OV_BLOCK,
-    OV_LAYER,
-    OV_POS,
-    OV_TEMPERATURE,
-    OV_TOKEN,
-    OV_TOP_K,
-    OV_TOP_P,
-    OV_UNIT,
-    selectbox,
-    slider,
-)
+from app.settings import LAYER, index, selectbox, setting, slider
 from app.ui import chart
-from model import stream
+from app.views.explore import KIND
+from figures import diagram
+from model import names, stream
 from model.decoding import output_log_probs, sampling_distribution
+from model.kinds import of_module
 from model.trace import Trace
 
-CLICKED = "ov_clicked"          # the last click on the figure already applied
-ATTENTION_KIND = {"encoder.self_attn": "encoder_self", "decoder.self_attn": "decoder_self",
-                  "decoder.cross_attn": "cross"}
+OV_BLOCK = setting("ov_block", links.BLOCK, "encoder.self_attn", choices=diagram.BLOCK_IDS)
+OV_TOKEN = setting("ov_token", "token", 0, index)      # the source token followed
+OV_POS = setting("ov_pos", "pos", 0, index)            # the decoder position followed
+OV_LAYER = setting("ov_layer", "ov_layer", 0, index)
+OV_TEMPERATURE = setting("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), step=0.1)
+OV_TOP_K = setting("ov_top_k", None, 0, int, bounds=(0, 50))
+OV_TOP_P = setting("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
+OV_UNIT = setting("ov_unit", None, None, int)
 
 
 def render(ctx: Context) -> None:
@@ -61,19 +57,13 @@ def overview(ctx: Context) -> None:
     layer = selectbox(c[2], OV_LAYER, "Layer shown in the N× stacks",
                       range(min(cfg.n_encoder_layers, cfg.n_decoder_layers)))
     with torch.no_grad():
-        log_probs = output_log_probs(ctx.checkpoint.model, _decoder_output(trace))   # (T, V)
+        log_probs = output_log_probs(ctx.checkpoint.model, trace.stack_output("decoder")[0])   # (T, V)
     top = _top(ctx, log_probs[pos], 5)
     block = _block_picker(ctx, trace, token, pos, layer, top)
     st.divider()
     PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
                                                                                       (token, pos, layer), log_probs)
     links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
-
-
-def _decoder_output(trace: Trace) -> torch.Tensor:
-    """The decoder's last output, (T, D)."""
-    last = trace.num_layers("decoder") - 1
-    return trace[f"decoder.{last}.feed_forward.out"][0]
 
 
 def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float]]:
@@ -84,18 +74,16 @@ def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float
 
 def _block_picker(ctx: Context, trace: Trace, token: int, pos: int, layer: int, top: list) -> str:
     """The figure (a click selects a block) and a list of the blocks that says the same."""
-    event_state = st.session_state.get("overview_figure")
-    clicked = _clicked(event_state)
-    if clicked is not None and clicked != st.session_state.get(CLICKED):
-        st.session_state[CLICKED] = clicked
+    clicked = _clicked(state.widget("overview_figure"))
+    if clicked is not None and clicked != state.held(state.OV_CLICKED):
+        state.hold(state.OV_CLICKED, clicked)
         state.set_widget(OV_BLOCK.name, clicked)
     names = diagram.picker_names(ctx.checkpoint.config)
     block = selectbox(st, OV_BLOCK, "Block", diagram.BLOCK_IDS, format_func=lambda b: names[b],
                       help="or click a block in the figure")
     values, texts = diagram.values_of(trace, token, pos, layer, top)
-    key = (ctx.figure_key, token, pos, layer, block)
-    fig = resources.get_figure("overview", key, lambda: diagram.model_diagram(
-        ctx.checkpoint.config, values, texts, selected=block, font_size=ctx.settings.font_size))
+    fig = ctx.figure("overview", (token, pos, layer, block), lambda: diagram.model_diagram(
+        ctx.checkpoint.config, values, texts, selected=block, large=ctx.settings.display.large))
     st.plotly_chart(fig, key="overview_figure", on_select="rerun", selection_mode="points", width="stretch",
                     config={"displaylogo": False, "displayModeBar": False})
     return block
@@ -131,11 +119,11 @@ def embedding_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_pr
     st.dataframe(pd.DataFrame({"piece": tokens, "id": ids[:len(tokens)]}).T.astype(str), width="stretch")
     table = (model.src_embed if side == "source" else model.tgt_embed).lut.weight.detach()   # (V, D)
     row = table[ids[i]]
-    scaled = trace[f"{side}.embedding"][0, i]
-    chart(st, figures.vector_heatmap(np.stack([row.numpy(), scaled.numpy()]), ["row E[id]", "× √d_model"],
-                                     f"the embedding of {figures.label(tokens[i])} (id {ids[i]})",
-                                     ctx.settings.font_size),
-          key="ov_embedding", settings=ctx.settings)
+    scaled = trace[names.side(side, "embedding")][0, i]
+    fig = ctx.figure("ov_embedding", (side, i), lambda: figures.vector_heatmap(
+        np.stack([row.numpy(), scaled.numpy()]), ["row E[id]", "× √d_model"],
+        f"the embedding of {figures.label(tokens[i])} (id {ids[i]})"))
+    chart(st, fig, key="ov_embedding", settings=ctx.settings)
     specials = tuple(sorted({cfg.pad_id, cfg.unk_id, cfg.bos_id, cfg.eos_id}))
     near = stream.nearest_tokens(table, ids[i], 10, exclude=specials)
     tokenizer = ctx.checkpoint.src_tokenizer if side == "source" else ctx.checkpoint.tgt_tokenizer
@@ -149,7 +137,8 @@ def positional_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_p
     stack, side = _side(block)
     i = where[0] if side == "source" else where[1]
     tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
-    emb, pe, total = trace[f"{side}.embedding"][0, i], trace[f"{side}.positional"][i], trace[f"{side}.input"][0, i]
+    emb, pe, total = (trace[names.side(side, "embedding")][0, i], trace[names.side(side, "positional")][i],
+                      trace[names.side(side, "input")][0, i])
     st.subheader("Positional encoding added")
     if not ctx.checkpoint.config.positional_encoding:
         st.warning("This model was built without positional encoding (a training-lab experiment): nothing is added.")
@@ -157,15 +146,15 @@ def positional_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_p
                 "others is this vector of sines and cosines of different wavelengths, added to the embedding.")
     st.latex(r"PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{\mathrm{model}}}),\quad "
              r"PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{\mathrm{model}}})")
-    chart(st, figures.vector_heatmap(np.stack([emb.numpy(), pe.numpy(), total.numpy()]),
-                                     ["embedding × √d", f"PE(position {i})", "sum"],
-                                     f"{figures.label(tokens[i])} at position {i}", ctx.settings.font_size),
-          key="ov_positional", settings=ctx.settings)
+    fig = ctx.figure("ov_positional", (side, i), lambda: figures.vector_heatmap(
+        np.stack([emb.numpy(), pe.numpy(), total.numpy()]), ["embedding × √d", f"PE(position {i})", "sum"],
+        f"{figures.label(tokens[i])} at position {i}"))
+    chart(st, fig, key="ov_positional", settings=ctx.settings)
     st.markdown(f"Norms: embedding {emb.norm():.2f}, positional encoding {pe.norm():.2f}, sum {total.norm():.2f}.")
 
 
 def attention_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
-    kind = ATTENTION_KIND[block]
+    kind = of_module(*block.split(".")).name
     layer = where[2]
     st.subheader({"encoder_self": "Encoder self-attention", "decoder_self": "Masked decoder self-attention",
                   "cross": "Cross-attention (queries: decoder, keys and values: encoder)"}[kind])
@@ -182,37 +171,39 @@ def norm_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) 
     stack, side = _side(block)
     i, layer = (where[0] if side == "source" else where[1]), where[2]
     sub_kind = block.split(".")[1]
-    sub = f"{stack}.{min(layer, trace.num_layers(stack) - 1)}.{sub_kind}"
+    sub = names.sublayer(stack, min(layer, trace.num_layers(stack) - 1), sub_kind)
     tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
     st.subheader(f"Add & Norm after {sub_kind.replace('_', ' ')}, layer {layer}")
     st.markdown("The sublayer's output is added to its input (the residual stream), then LayerNorm rescales each "
                 "token's vector to mean 0 and standard deviation 1 and applies a learned scale γ and shift β.")
     st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)) = \gamma \odot \frac{s - \mu}{\sigma} + \beta,"
              r"\quad s = x + \mathrm{Sublayer}(x)")
-    parts = [trace[f"{sub}.{p}"][0, i].numpy() for p in ("in", "update", "sum", "out")]
-    chart(st, figures.vector_heatmap(np.stack(parts), ["x (in)", "Sublayer(x)", "x + Sublayer(x)", "out"],
-                                     f"{figures.label(tokens[i])}: the stream through this sublayer",
-                                     ctx.settings.font_size),
-          key="ov_norm_vectors", settings=ctx.settings)
-    mean, std = float(trace[f"{sub}.norm.mean"][0, i]), float(trace[f"{sub}.norm.std"][0, i])
-    s_vec, gamma, beta = parts[2], trace[f"{sub}.norm.gamma"].numpy(), trace[f"{sub}.norm.beta"].numpy()
+    parts = [trace[names.part(sub, p)][0, i].numpy() for p in ("in", "update", "sum", "out")]
+    fig = ctx.figure("ov_norm_vectors", (sub, i), lambda: figures.vector_heatmap(
+        np.stack(parts), ["x (in)", "Sublayer(x)", "x + Sublayer(x)", "out"],
+        f"{figures.label(tokens[i])}: the stream through this sublayer"))
+    chart(st, fig, key="ov_norm_vectors", settings=ctx.settings)
+    mean, std = float(trace[names.part(sub, "norm.mean")][0, i]), float(trace[names.part(sub, "norm.std")][0, i])
+    gamma, beta = (trace[names.part(sub, f"norm.{p}")].numpy() for p in ("gamma", "beta"))
+    s_vec = parts[2]
     dims = list(range(min(8, len(s_vec))))
     steps = pd.DataFrame({"s": s_vec[dims], "(s − μ)/σ": (s_vec[dims] - mean) / std, "γ": gamma[dims],
                           "β": beta[dims], "out": parts[3][dims]}, index=[f"dim {d}" for d in dims]).T
     st.markdown(f"**LayerNorm step by step** (first {len(dims)} dimensions): μ = {mean:.3f}, σ = {std:.3f}")
     st.dataframe(steps.round(3), width="stretch")
     ratios = stream.update_ratios(trace, stack)[:, :, 0, i].numpy()       # (L, n_sublayers)
-    chart(st, figures.update_sizes(ratios, list(stream.SUBLAYERS[stack]), tokens[i], ctx.settings.font_size),
-          key="ov_norm_ratios", settings=ctx.settings)
+    fig = ctx.figure("ov_norm_ratios", (stack, i), lambda: figures.update_sizes(
+        ratios, list(stream.SUBLAYERS[stack]), tokens[i]))
+    chart(st, fig, key="ov_norm_ratios", settings=ctx.settings)
 
 
 def ffn_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
     stack, side = _side(block)
     i, layer = (where[0] if side == "source" else where[1]), where[2]
-    sub = f"{stack}.{min(layer, trace.num_layers(stack) - 1)}.feed_forward"
+    sub = names.sublayer(stack, min(layer, trace.num_layers(stack) - 1), "feed_forward")
     tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
     cfg = ctx.checkpoint.config
-    hidden = trace[f"{sub}.hidden"][0]                                   # (T, d_ff)
+    hidden = trace[names.part(sub, "hidden")][0]                         # (T, d_ff)
     st.subheader(f"Position-wise feed-forward network, layer {layer}")
     st.markdown(f"The same two linear layers for every position, {cfg.d_model} → {cfg.d_ff} → {cfg.d_model}, "
                 f"with a {cfg.activation.upper() if cfg.activation == 'relu' else cfg.activation} in between.")
@@ -222,11 +213,13 @@ def ffn_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -
     st.markdown(f"For **{tokens[i]}**: {zeros} of {cfg.d_ff} hidden units are exactly zero after the "
                 f"{'ReLU' if cfg.activation == 'relu' else cfg.activation}; the most active are units "
                 f"{', '.join(map(str, top))}.")
-    chart(st, figures.unit_bars(hidden[i].numpy(), f"the {cfg.d_ff} hidden units of {figures.label(tokens[i])}", top,
-                                font_size=ctx.settings.font_size), key="ov_ffn_units", settings=ctx.settings)
+    units = ctx.figure("ov_ffn_units", (sub, i), lambda: figures.unit_bars(
+        hidden[i].numpy(), f"the {cfg.d_ff} hidden units of {figures.label(tokens[i])}", top))
+    chart(st, units, key="ov_ffn_units", settings=ctx.settings)
     unit = selectbox(st, OV_UNIT, "Which tokens activate unit", range(cfg.d_ff), default=top[0])
-    chart(st, figures.token_bars(tokens, hidden[:, unit].tolist(), f"unit {unit} across the sentence",
-                                 "activation", ctx.settings.font_size), key="ov_ffn_tokens", settings=ctx.settings)
+    across = ctx.figure("ov_ffn_tokens", (sub, unit), lambda: figures.token_bars(
+        tokens, hidden[:, unit].tolist(), f"unit {unit} across the sentence", "activation"))
+    chart(st, across, key="ov_ffn_tokens", settings=ctx.settings)
 
 
 def output_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
@@ -245,9 +238,10 @@ def output_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs
     probs = (log_probs[pos] / temperature).softmax(-1)
     order = probs.topk(20).indices
     pieces = ctx.checkpoint.tgt_tokenizer.pieces(order.tolist())
-    chart(st, figures.distribution(pieces, probs[order].tolist(), (kept[order] > 0).tolist(),
-                                   f"the 20 likeliest next tokens at T = {temperature:g} (grey: cut by top-k/top-p)",
-                                   ctx.settings.font_size), key="ov_output", settings=ctx.settings)
+    fig = ctx.figure("ov_output", (pos, temperature, top_k, top_p), lambda: figures.distribution(
+        pieces, probs[order].tolist(), (kept[order] > 0).tolist(),
+        f"the 20 likeliest next tokens at T = {temperature:g} (grey: cut by top-k/top-p)"))
+    chart(st, fig, key="ov_output", settings=ctx.settings)
     _logit_lens(ctx, trace, pos)
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import figures
+import figures
 from app.context import Context
-from app.settings import PE_DIMS, PE_POSITIONS, multiselect, slider
+from app.settings import multiselect, setting, slider
 from app.ui import chart, csv_button
+from model import names
 
+PE_DIMS = setting("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
+PE_POSITIONS = setting("pe_positions", None, 100, int)
 FORMULA = {
     "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
                    r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",
@@ -40,26 +43,29 @@ def default_dims(d: int, layout: str) -> list[int]:
 
 def render(ctx: Context) -> None:
     ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
-    cfg, fs = ckpt.config, settings.font_size
+    cfg = ckpt.config
     st.caption(INTRO)
     st.latex(FORMULA[cfg.pe_layout])
     if cfg.pe_layout == "halves":
         st.caption(HALVES_NOTE)
     tokens = ex.trace.source_tokens[0]
-    pe = ex.trace["source.positional"].numpy()  # (S, D)
+    pe = ex.trace[names.side("source", "positional")].numpy()  # (S, D)
     c1, c2 = st.columns(2)
-    chart(c1, figures.pe_heatmap(pe, tokens, font_size=fs), key="pe_heatmap", settings=settings)
-    chart(c2, figures.pe_similarity(pe, tokens, font_size=fs), key="pe_similarity", settings=settings)
+    chart(c1, ctx.figure("pe_heatmap", (), lambda: figures.pe_heatmap(pe, tokens)), key="pe_heatmap", settings=settings)
+    chart(c2, ctx.figure("pe_similarity", (), lambda: figures.pe_similarity(pe, tokens)), key="pe_similarity",
+          settings=settings)
     csv_button(c1, pe, tokens, [str(i) for i in range(pe.shape[1])], "positional-encoding")
     d = cfg.d_model
     dims = multiselect(st, PE_DIMS, "Dimensions to plot", range(d), default=default_dims(d, cfg.pe_layout))
     positions = slider(st, PE_POSITIONS, "Positions", bounds=(10, cfg.max_positions),
                        default=min(100, cfg.max_positions))
-    chart(st, figures.pe_curves(ckpt.model.positional.pe[:positions].numpy(), dims, font_size=fs), key="pe_curves",
-          settings=settings)
+    curves = ctx.figure("pe_curves", (tuple(dims), positions), lambda: figures.pe_curves(
+        ckpt.model.positional.pe[:positions].numpy(), dims))
+    chart(st, curves, key="pe_curves", settings=settings)
     st.caption(CURVES_CAPTION)
-    chart(st, figures.embedding_decomposition(ex.trace["source.embedding"][0].numpy(), pe, tokens, font_size=fs),
-          key="pe_decomposition", settings=settings)
+    parts = ctx.figure("pe_decomposition", (), lambda: figures.embedding_decomposition(
+        ex.trace[names.side("source", "embedding")][0].numpy(), pe, tokens))
+    chart(st, parts, key="pe_decomposition", settings=settings)
     st.caption(f"Token embeddings are multiplied by √d_model = {d**0.5:.1f}, so they are not drowned by the "
                "positional encoding, whose norm is √(d_model/2) at every position." if cfg.scale_embedding else
                "This model does not scale its token embeddings by √d_model.")

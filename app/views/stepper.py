@@ -6,14 +6,16 @@ import time
 
 import streamlit as st
 
-from app import figures, links, resources
-from app.analysis import first_divergence, tree_until
+import figures
+from app import links, state
 from app.context import Context
-from app.cursor import StepCursor
-from app.settings import ALL_PRUNED, toggle
+from app.settings import setting, toggle
+from app.state import StepCursor
 from app.ui import chart
 from model.decoding import StepRecord
+from model.readings import first_divergence, tree_until
 
+ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
 PLAY_DELAY_S = 0.7
 CAPTIONS = {
     "greedy": "Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "
@@ -28,7 +30,7 @@ CAPTIONS = {
 
 
 def _slid(cursor: StepCursor) -> None:
-    cursor.step = st.session_state["step"]
+    cursor.step = state.widget("step")
 
 
 def controls(cursor: StepCursor, n_steps: int) -> int:
@@ -44,7 +46,7 @@ def controls(cursor: StepCursor, n_steps: int) -> int:
     c[3].button("Pause" if cursor.playing else "Play", key="play",
                 icon=":material/pause:" if cursor.playing else ":material/play_arrow:", on_click=cursor.toggle_play)
     if n_steps > 1:
-        st.session_state["step"] = step                  # the slider mirrors the cursor
+        state.mirror("step", step)                       # the slider mirrors the cursor
         c[4].slider("Step", 0, n_steps - 1, key="step", on_change=_slid, args=(cursor,))
     return step
 
@@ -94,8 +96,8 @@ def _beam_tree(ctx: Context, steps: list[StepRecord], t: int, chosen: int) -> No
         nodes, edges, index = tree_until(steps, t, ctx.checkpoint.tgt_tokenizer.pieces,
                                          pruned_only_last=not every_step)
         return figures.beam_tree(nodes, edges, title="beam search tree (● live/kept, ■ finished, × pruned)",
-                                 selected=index.get((t, chosen)), font_size=ctx.settings.font_size)
-    fig = resources.get_figure("beam_tree", (ctx.figure_key, t, chosen, every_step), build)
+                                 selected=index.get((t, chosen)))
+    fig = ctx.figure("beam_tree", (t, chosen, every_step), build)
     chart(st, fig, key="tree", settings=ctx.settings)
 
 
@@ -106,27 +108,26 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
     so_far = pieces(hyp.tokens)
     token = _chosen_token(record, chosen)
     left, right = st.columns([2, 3])
-    where = (ctx.figure_key, record.step, chosen)          # every figure below is this step's, shared by all
-    topk = resources.get_figure("topk", where, lambda: figures.top_k_bar(
+    where = (record.step, chosen)          # every figure below is this step's, shared by all
+    topk = ctx.figure("topk", where, lambda: figures.top_k_bar(
         [pieces([tok])[0] for tok, _ in hyp.top_k], [p for _, p in hyp.top_k],
         chosen=pieces([token])[0] if token is not None else None,
-        title=f"next token after {len(so_far)} input tokens", font_size=settings.font_size))
+        title=f"next token after {len(so_far)} input tokens"))
     chart(left, topk, key="topk", settings=settings)
     if hyp.cross_attn is not None:
-        cross = resources.get_figure("cross_row", where, lambda: _row(
-            hyp.cross_attn, ctx.explanation.trace.source_tokens[0], so_far[-1], ctx).update_layout(
+        cross = ctx.figure("cross_row", where, lambda: _row(
+            hyp.cross_attn, ctx.explanation.trace.source_tokens[0], so_far[-1]).update_layout(
             title=f"cross-attention of the new position ({figures.label(so_far[-1])})"))
         chart(right, cross, key="cross_row", settings=settings)
     if hyp.self_attn is not None:
         with st.expander("Decoder self-attention of the new position"):
-            own = resources.get_figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1], ctx))
+            own = ctx.figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1]))
             chart(st, own, key="self_row", settings=settings)
 
 
-def _row(attn, keys: list[str], query: str, ctx: Context):
+def _row(attn, keys: list[str], query: str):
     """One position's attention (L, H, keys) in every layer and head."""
-    return figures.row_across_heads(attn[:, :, None, :].numpy(), 0, keys, query,
-                                    colorscale=ctx.settings.colorscale, font_size=ctx.settings.font_size)
+    return figures.row_across_heads(attn[:, :, None, :].numpy(), 0, keys, query)
 
 
 def _chosen_token(record: StepRecord, index: int) -> int | None:

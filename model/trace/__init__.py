@@ -15,14 +15,14 @@ d = d_model / H):
     decoder.{i}.self_attn   (B, H, T, T)  masked (causal) self-attention
     decoder.{i}.cross_attn  (B, H, T, S)  queries: target, keys: source
     <attn>.scores           same shape: q.k / sqrt(d), blocked entries -inf
-                            (only with record_scores=True)
+                            (only with Recording(scores=True))
     <attn>.q / .k / .v      (B, H, Tq|Tk, d) per-head projections
-                            (only with record_qkv=True)
+                            (only with Recording(qkv=True))
     masks.encoder_self      (B, S, S)  bool, True = may attend (see model/masks.py)
     masks.decoder_self      (B, T, T)
     masks.cross             (B, T, S)
 
-With record_stream=True (the residual stream and what each sublayer does to it; post-norm
+With Recording(stream=True) (the residual stream and what each sublayer does to it; post-norm
 layers), for each sublayer <sub> = {stack}.{i}.self_attn | decoder.{i}.cross_attn |
 {stack}.{i}.feed_forward:
 
@@ -47,19 +47,44 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from model import names
 from model.kinds import kind as attention_kind
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a trace records beyond the attention weights, masks and positional encodings; the
+    one description of it (hashable: the app's caches use it as a key).
+
+    scores: each attention's scores before the softmax (<attn>.scores)
+    qkv:    each head's Q, K, V (<attn>.q / .k / .v)
+    stream: the residual stream, each Add & Norm, the FFN's hidden units, the logits
+    """
+    scores: bool = False
+    qkv: bool = False
+    stream: bool = False
 
 
 @dataclass
 class Trace:
-    record_scores: bool = False
-    record_qkv: bool = False
-    record_stream: bool = False
+    recording: Recording = field(default_factory=Recording)
     tensors: dict[str, Tensor] = field(default_factory=dict)
     # Token strings aligned with the matrix axes, one list per batch entry (set by callers
     # that own a tokenizer; the model only sees ids).
     source_tokens: list[list[str]] | None = None
     target_tokens: list[list[str]] | None = None
+
+    @property
+    def record_scores(self) -> bool:
+        return self.recording.scores
+
+    @property
+    def record_qkv(self) -> bool:
+        return self.recording.qkv
+
+    @property
+    def record_stream(self) -> bool:
+        return self.recording.stream
 
     def record(self, name: str, tensor: Tensor) -> None:
         self.tensors[name] = tensor.detach()
@@ -92,6 +117,10 @@ class Trace:
     def mask(self, kind: str) -> Tensor:
         """(B, Tq, Tk) bool, True = may attend."""
         return self.tensors[attention_kind(kind).mask]
+
+    def stack_output(self, stack: str) -> Tensor:
+        """(B, S|T, D): the encoder's memory, or the decoder's last vectors (before the output layer)."""
+        return self.tensors[names.stack_output(stack, self.num_layers(stack))]
 
     # ---- lengths and export -------------------------------------------------------
     def source_length(self, index: int = 0) -> int:

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
 from model.pipeline import InputError, explain, explanation_json
+from model.trace import Recording
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = decode_options(args, ckpt, record_steps=True)
     opts = replace(opts, record_top_k=max(1, args.top_k_record))
     try:
-        ex = explain(ckpt, args.text, opts, reference=args.reference, record_stream=args.stream)
+        ex = explain(ckpt, args.text, opts, reference=args.reference,
+                     recording=Recording(scores=True, stream=args.stream))
     except InputError as exc:
         fail(str(exc))
     text = json.dumps(explanation_json(ex, ckpt, opts), ensure_ascii=False)

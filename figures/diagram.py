@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from model import names
 from model.config import ModelConfig
 from model.trace import Trace
 
@@ -99,7 +100,7 @@ def _stack_bracket(side: str, bottom: float, top: float, n: int) -> tuple[dict, 
 
 
 def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Mapping[str, str],
-                  selected: str | None = None, title: str = "", font_size: int = 12) -> go.Figure:
+                  selected: str | None = None, title: str = "", large: bool = False) -> go.Figure:
     """Figure 1 for `cfg`. values: block id -> the strip to draw in it (d_model values, or an
     attention row); texts: block id -> a short text shown instead of a strip (e.g. the top
     next tokens). `selected` is outlined in red. Traces, shapes and annotations go in as
@@ -107,7 +108,6 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
     objects three times)."""
     items = blocks(cfg)
     shapes, notes, traces = [], [], []
-    large = font_size > 14                  # projector mode: labels on two lines, narrower strips, taller figure
     for b in items:
         chosen = b.id == selected
         shapes.append(dict(type="rect", x0=X[b.side] - WIDTH / 2, x1=X[b.side] + WIDTH / 2, y0=b.y - HEIGHT / 2,
@@ -115,12 +115,12 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                            line=dict(color="#d62728" if chosen else "#555", width=3 if chosen else 1)))
         text = html.escape(b.label)
         notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text.replace(" (", "<br>(", 1) if large else text,
-                          showarrow=False, xanchor="left", align="left", font=dict(size=font_size - 1, color="#222")))
+                          showarrow=False, xanchor="left", align="left", font=dict(size=11, color="#222")))
         if b.id in values:
             traces.append(_strip(b, values[b.id], STRIP * 0.7 if large else STRIP))
         elif b.id in texts:
             notes.append(dict(x=X[b.side] + WIDTH / 2 - 0.1, y=b.y, text=texts[b.id], showarrow=False,
-                              xanchor="right", font=dict(size=font_size - 2, color="#222")))
+                              xanchor="right", font=dict(size=10, color="#222")))
     for side, top, n in (("encoder", 7.4, cfg.n_encoder_layers), ("decoder", 9.6, cfg.n_decoder_layers)):
         shape, label = _stack_bracket(side, 3.0, top, n)
         shapes.append(shape)
@@ -132,7 +132,7 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                        hovertext=[f"{b.label}: click for details" for b in items],
                        hoverinfo="text", showlegend=False))
     layout = dict(title=title, height=960 if large else 720, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
-                  font=dict(size=font_size), dragmode=False, clickmode="event+select", showlegend=False,
+                  dragmode=False, clickmode="event+select", showlegend=False,
                   shapes=shapes, annotations=notes,
                   xaxis=dict(visible=False, range=[-0.6, 10.2], fixedrange=True),
                   yaxis=dict(visible=False, range=[0.3, 12.4], fixedrange=True))
@@ -160,16 +160,16 @@ def values_of(trace: Trace, source: int, target: int, layer: int, top: Sequence[
     `target` and layer `layer` (of each stack), from a trace recorded with the stream;
     `top`: the decoder position's likeliest next tokens and their probabilities."""
     v: dict[str, np.ndarray] = {}
-    for side, i in (("source", source), ("target", target)):
-        stack = "encoder" if side == "source" else "decoder"
-        v[f"{stack}.embedding"] = trace[f"{side}.embedding"][0, i].numpy()
-        v[f"{stack}.positional"] = trace[f"{side}.input"][0, i].numpy()
+    for stack, i in (("encoder", source), ("decoder", target)):
+        side = names.SIDES[stack]
+        v[f"{stack}.embedding"] = trace[names.side(side, "embedding")][0, i].numpy()
+        v[f"{stack}.positional"] = trace[names.side(side, "input")][0, i].numpy()
         subs = ("self_attn", "feed_forward") if stack == "encoder" else ("self_attn", "cross_attn", "feed_forward")
         for sub in subs:
-            name = f"{stack}.{min(layer, trace.num_layers(stack) - 1)}.{sub}"
-            v[f"{stack}.{sub}.norm"] = trace[f"{name}.out"][0, i].numpy()
-            v[f"{stack}.{sub}"] = (trace[f"{name}.update"][0, i].numpy() if sub == "feed_forward"
+            name = names.sublayer(stack, min(layer, trace.num_layers(stack) - 1), sub)
+            v[f"{stack}.{sub}.norm"] = trace[names.part(name, "out")][0, i].numpy()
+            v[f"{stack}.{sub}"] = (trace[names.part(name, "update")][0, i].numpy() if sub == "feed_forward"
                                    else trace[name][0, :, i].mean(0).numpy())      # the heads' mean attention row
     texts = {"output.softmax": "  ".join(f"{html.escape(t)} {p:.2f}" for t, p in top[:3]),
-             "output.linear": f"→ {len(trace['output.logits'][0, target])} logits"}
+             "output.linear": f"→ {len(trace[names.LOGITS][0, target])} logits"}
     return v, texts

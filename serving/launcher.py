@@ -1,8 +1,8 @@
 """Serve the app to a class: one app process per core behind HAProxy.
 
-  python deploy/serve.py                         # http://127.0.0.1:8501, one process per core
-  python deploy/serve.py --bind 0.0.0.0:8501     # a school server, reachable on the network
-  python deploy/serve.py --processes 4 --backend 10.0.0.12:8501 --backend 10.0.0.13:8501
+  python -m serving.launcher                         # http://127.0.0.1:8501, one process per core
+  python -m serving.launcher --bind 0.0.0.0:8501     # a school server, reachable on the network
+  python -m serving.launcher --processes 4 --backend 10.0.0.12:8501 --backend 10.0.0.13:8501
 
 One Streamlit process uses at most about one core (one Python interpreter), so a class
 is served by several processes. HAProxy (Debian's package `haproxy`) in front of them:
@@ -19,7 +19,7 @@ of a checkout so that it reads .streamlit/config.toml, with
 `streamlit run app/main.py --server.port PORT --server.address 0.0.0.0`); the same
 configuration balances over all of them. This launcher warms each local process up (one
 session draws the first pages: the model is loaded and the default sentence cached before
-the first student; deploy/warmup.py), restarts local processes that die (and warms them),
+the first student; serving/warmup.py), restarts local processes that die (and warms them),
 and stops everything on Ctrl-C / SIGTERM.
 """
 from __future__ import annotations
@@ -37,10 +37,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from serving.warmup import warm_blocking
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-from deploy.warmup import warm_blocking  # noqa: E402
 
 COOKIE = "TXSRV"
 COMPRESSED_TYPES = ("text/html", "text/css", "text/javascript", "application/javascript", "application/json",
@@ -213,7 +212,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python deploy/serve.py", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m serving.launcher", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bind", default="127.0.0.1:8501",
                    help="address:port the class connects to (default 127.0.0.1:8501; 0.0.0.0:8501 for a network)")

@@ -3,7 +3,7 @@ the others wait in a first-come queue.
 
 Each run trains in a child process (`train_in_process`): its own interpreter, so the
 training loop's Python never holds the server's GIL while students click, and its own
-torch threads (LAB_THREADS). The server keeps a mirror `LabRun` of it (same tokenizer,
+torch threads (ServingConfig.lab_threads). The server keeps a mirror `LabRun` of it (same tokenizer,
 held-out examples and watched example, built from the same seed) whose history, snapshots
 and progress follow the child's messages, and which receives the trained weights at the
 end. Tests may pass another runner (a function that trains a job in the calling thread).
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import fcntl
 import multiprocessing
-import os
 import queue
 import threading
 import time
@@ -38,8 +37,6 @@ from model.lab import LabRun, LabSettings
 
 ALIVE_CHECK_S = 0.5
 PROGRESS_EVERY_S = 0.2
-# torch threads of a training process: leave the other cores to the server's pages
-LAB_THREADS = int(os.environ.get("TRANSFORMER_LAB_THREADS", 0)) or max(1, (os.cpu_count() or 2) // 2)
 
 
 class MachineSlots:
@@ -66,12 +63,6 @@ class MachineSlots:
         handle.close()
 
 
-def machine_slots_from_env(slots: int) -> MachineSlots | None:
-    """$TRANSFORMER_LAB_LOCKS names the shared directory (set by deploy/serve.py)."""
-    directory = os.environ.get("TRANSFORMER_LAB_LOCKS")
-    return MachineSlots(directory, slots) if directory else None
-
-
 @dataclass(eq=False)
 class Job:
     owner: str
@@ -96,12 +87,13 @@ class TrainingFailed(RuntimeError):
 Runner = Callable[["Job", Callable[[], bool]], str]   # trains job (setting job.run); returns how it ended
 
 
-def train_in_process(job: "Job", should_stop: Callable[[], bool]) -> str:
-    """Train in a child process; job.run is the server's mirror of it."""
+def train_in_process(job: "Job", should_stop: Callable[[], bool], threads: int = 1) -> str:
+    """Train in a child process with `threads` torch threads (leave the other cores to the
+    server's pages); job.run is the server's mirror of it."""
     ctx = multiprocessing.get_context("spawn")             # no fork of a threaded server
     inbox, stop = ctx.Queue(), ctx.Event()
     job.run = LabRun(job.settings)
-    child = ctx.Process(target=child_main, args=(job.settings, inbox, stop, LAB_THREADS), daemon=True,
+    child = ctx.Process(target=child_main, args=(job.settings, inbox, stop, threads), daemon=True,
                         name=f"lab-{job.id}")
     child.start()
     try:

@@ -13,7 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from app import figures
+import figures
+from model import names
 from model.checkpoint import Checkpoint
 from model.decoding import output_log_probs
 from model.pipeline import Explanation, token_probabilities
@@ -24,8 +25,6 @@ from model.stream import SUBLAYERS, update_ratios
 class LessonData:
     ckpt: Checkpoint
     ex: Explanation                  # recorded with the stream
-    font_size: int = 12
-    colorscale: str = figures.COLORSCALE
 
     @property
     def trace(self):
@@ -47,65 +46,62 @@ def _tokens(d: LessonData) -> go.Figure:
     fig = go.Figure(go.Table(header=dict(values=["position", "piece", "id"]),
                              cells=dict(values=[list(range(len(d.src))), d.src, d.ex.source_ids])))
     return fig.update_layout(title="the sentence as the model reads it", height=120 + 24 * len(d.src),
-                             margin=figures.MARGIN, font=dict(size=d.font_size))
+                             margin=figures.MARGIN)
 
 
 def _embedding(d: LessonData) -> go.Figure:
-    return figures.vector_heatmap(d.trace["source.embedding"][0].numpy(), d.src,
-                                  "each token's embedding row × √d_model", d.font_size)
+    return figures.vector_heatmap(d.trace[names.side("source", "embedding")][0].numpy(), d.src,
+                                  "each token's embedding row × √d_model")
 
 
 def _positional(d: LessonData) -> go.Figure:
-    return figures.pe_heatmap(d.trace["source.positional"].numpy(), d.src, d.font_size)
+    return figures.pe_heatmap(d.trace[names.side("source", "positional")].numpy(), d.src)
 
 
 def _self_attention(d: LessonData) -> go.Figure:
-    return figures.attention_heatmap(d.trace["encoder.0.self_attn"][0, 0].numpy(), d.src, d.src,
-                                     title="encoder layer 0, head 0: each row sums to 1",
-                                     colorscale=d.colorscale, font_size=d.font_size)
+    return figures.attention_heatmap(d.trace[names.sublayer("encoder", 0, "self_attn")][0, 0].numpy(), d.src, d.src,
+                                     title="encoder layer 0, head 0: each row sums to 1")
 
 
 def _multi_head(d: LessonData) -> go.Figure:
     return figures.attention_grid(d.trace.attention("encoder_self")[:, 0].numpy(), d.src, d.src,
-                                  title="every layer × head of the encoder", colorscale=d.colorscale,
-                                  font_size=d.font_size)
+                                  title="every layer × head of the encoder")
 
 
 def _add_norm(d: LessonData) -> go.Figure:
     ratios = update_ratios(d.trace, "encoder")[:, :, 0, 0].numpy()
-    return figures.update_sizes(ratios, list(SUBLAYERS["encoder"]), d.src[0], d.font_size)
+    return figures.update_sizes(ratios, list(SUBLAYERS["encoder"]), d.src[0])
 
 
 def _ffn(d: LessonData) -> go.Figure:
-    hidden = d.trace["encoder.0.feed_forward.hidden"][0, 0].numpy()
+    hidden = d.trace[names.part(names.sublayer("encoder", 0, "feed_forward"), "hidden")][0, 0].numpy()
     return figures.unit_bars(hidden, f"layer 0's {len(hidden)} hidden units for {figures.label(d.src[0])} "
-                             f"({int((hidden == 0).sum())} exactly zero)", font_size=d.font_size)
+                             f"({int((hidden == 0).sum())} exactly zero)")
 
 
 def _encoder(d: LessonData) -> go.Figure:
-    memory = d.trace[f"encoder.{d.last('encoder')}.feed_forward.out"][0].numpy()
-    return figures.vector_heatmap(memory, d.src, "the encoder's output: one vector per source token", d.font_size)
+    memory = d.trace.stack_output("encoder")[0].numpy()
+    return figures.vector_heatmap(memory, d.src, "the encoder's output: one vector per source token")
 
 
 def _masked(d: LessonData) -> go.Figure:
     return figures.mask_heatmap(d.trace.mask("decoder_self")[0].int().numpy(), d.tgt, d.tgt,
-                                "the causal mask: position i sees positions 0..i", d.font_size)
+                                "the causal mask: position i sees positions 0..i")
 
 
 def _cross(d: LessonData) -> go.Figure:
-    return figures.attention_heatmap(d.trace[f"decoder.{d.last('decoder')}.cross_attn"][0].mean(0).numpy(), d.tgt,
-                                     d.src, title="cross-attention, last layer, mean of the heads",
-                                     row_title="decoder input", col_title="source", colorscale=d.colorscale,
-                                     font_size=d.font_size)
+    mean = d.trace[names.sublayer("decoder", d.last("decoder"), "cross_attn")][0].mean(0).numpy()   # (T, S)
+    return figures.attention_heatmap(mean, d.tgt, d.src, title="cross-attention, last layer, mean of the heads",
+                                     row_title="decoder input", col_title="source")
 
 
 def _softmax(d: LessonData) -> go.Figure:
-    hidden = d.trace[f"decoder.{d.last('decoder')}.feed_forward.out"][0, 0]
+    hidden = d.trace.stack_output("decoder")[0, 0]
     with torch.no_grad():
         probs = output_log_probs(d.ckpt.model, hidden).exp()
     top = probs.topk(10)
     return figures.top_k_bar(d.ckpt.tgt_tokenizer.pieces(top.indices.tolist()), top.values.tolist(),
-                             title="P(first output token): softmax over the whole vocabulary", font_size=d.font_size)
+                             title="P(first output token): softmax over the whole vocabulary")
 
 
 def _decoding(d: LessonData) -> go.Figure:
@@ -113,15 +109,14 @@ def _decoding(d: LessonData) -> go.Figure:
     hyp = step.hypotheses[0]
     pieces = d.ckpt.tgt_tokenizer.pieces
     return figures.top_k_bar(pieces([t for t, _ in hyp.top_k]), [p for _, p in hyp.top_k],
-                             title=f"step {step.step}: after {figures.label(''.join(pieces(hyp.tokens[1:])) or '<s>')}",
-                             font_size=d.font_size)
+                             title=f"step {step.step}: after {figures.label(''.join(pieces(hyp.tokens[1:])) or '<s>')}")
 
 
 def _teacher_forcing(d: LessonData) -> go.Figure:
     forced = token_probabilities(d.ckpt, d.ex.source_ids, d.ex.result.tokens)
     tokens = d.ckpt.tgt_tokenizer.pieces(forced.tokens)
     return figures.token_bars(tokens, forced.probs, "each token's probability when the decoder is fed the answer "
-                              "so far", "probability", d.font_size)
+                              "so far", "probability")
 
 
 def _cost(d: LessonData) -> go.Figure:
@@ -134,7 +129,7 @@ def _cost(d: LessonData) -> go.Figure:
                                 name=f"× {cfg.n_heads} heads × {cfg.n_encoder_layers} layers", mode="markers")])
     fig.update_layout(title=f"score matrices for S = {s}, T = {t} tokens (doubling the length: ×4; "
                             f"n = {n[-1]}: {n[-1] ** 2} scores per head)", height=340, margin=figures.MARGIN,
-                      font=dict(size=d.font_size), yaxis_title="scores computed")
+                      yaxis_title="scores computed")
     return fig
 
 

@@ -1,11 +1,30 @@
-"""Pure data shaping for the views (no Streamlit, no plotly): the beam tree up to a
-step, the first step where two decodings diverge."""
-
+"""Readings that pages show, computed from a trace or a decoding (no plotting, no Streamlit):
+attention rollout, the beam search tree up to a step, where two decodings first differ,
+and a matrix as CSV."""
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from model.decoding import StepRecord
+
+
+def rollout(attn: np.ndarray) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema, 2020) through a stack of self-attention layers.
+
+    attn (L, H, T, T) -> (T, T): heads averaged, the residual added as 0.5 A + 0.5 I,
+    rows renormalised, and the layers multiplied from the first to the last.
+    """
+    attn = np.asarray(attn, dtype=float)
+    result = np.eye(attn.shape[-1])
+    for layer in attn:
+        a = 0.5 * layer.mean(axis=0) + 0.5 * np.eye(attn.shape[-1])
+        a = a / a.sum(axis=-1, keepdims=True)
+        result = a @ result
+    return result
 
 
 def tree_until(
@@ -59,33 +78,9 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def parameter_counts(model) -> list[tuple[str, int]]:
-    """Parameters per component of a Transformer; tied tensors are counted once."""
-    seen: set[int] = set()
-    rows = []
-    for name, module in (
-        ("embeddings (shared)" if model.cfg.tie_embeddings else "source embedding", model.src_embed),
-        ("target embedding", model.tgt_embed),
-        ("encoder", model.encoder),
-        ("decoder", model.decoder),
-        ("output projection (generator)", model.generator),
-    ):
-        n = 0
-        for p in module.parameters():
-            if id(p) not in seen:
-                seen.add(id(p))
-                n += p.numel()
-        if n:
-            rows.append((name, n))
-    return rows
-
-
 def matrix_csv(matrix, rows: Sequence[str], cols: Sequence[str]) -> str:
     """A matrix as CSV, row and column tokens as headers (prefixed with their position,
     so repeated tokens stay distinct)."""
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([""] + [f"{j}:{c}" for j, c in enumerate(cols)])

@@ -1,0 +1,35 @@
+"""The names of a trace's tensors, made in one place: the model writes under them, pages and
+readings look them up by them (the list of what each holds: model/trace/__init__.py).
+
+    side(s, what)            "source.embedding", "target.input", ...   s: source | target
+    sublayer(stack, i, sub)  "encoder.0.self_attn", "decoder.2.feed_forward", ...
+    part(name, what)         "<sublayer>.scores", "<sublayer>.norm.mean", ...
+    stack_output(stack, n)   the last of n layers' output: the encoder's memory, the decoder's final vectors
+"""
+from __future__ import annotations
+
+SIDES = {"encoder": "source", "decoder": "target"}
+LOGITS = "output.logits"
+
+
+def side(which: str, what: str) -> str:
+    """which: "source" | "target"; what: "embedding" | "positional" | "input"."""
+    return f"{which}.{what}"
+
+
+def sublayer(stack: str, layer: int, sub: str) -> str:
+    """stack: "encoder" | "decoder"; sub: "self_attn" | "cross_attn" | "feed_forward"."""
+    return f"{stack}.{layer}.{sub}"
+
+
+def part(name: str, what: str) -> str:
+    return f"{name}.{what}"
+
+
+def mask(kind: str) -> str:
+    return f"masks.{kind}"
+
+
+def stack_output(stack: str, n_layers: int) -> str:
+    """What the stack's last layer hands on (post-norm: its FFN's Add & Norm output)."""
+    return part(sublayer(stack, n_layers - 1, "feed_forward"), "out")

@@ -1,0 +1,57 @@
+"""The server's configuration, read from the environment once, at start (`ServingConfig.from_env`).
+
+| variable | default | what |
+|---|---|---|
+| TRANSFORMER_CHECKPOINTS | checkpoints/ of the checkout | where the app finds checkpoint directories |
+| TRANSFORMER_THREADS | min(2, cores) | torch threads of one app process (`make serve` divides the cores) |
+| TRANSFORMER_ADMIT | 1 | new pages drawn at once per process (serving/admission.py) |
+| TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
+| TRANSFORMER_MAX_BATCH | 16 | sentences decoded in one batch per process (1: each alone; serving/batching.py) |
+| TRANSFORMER_LAB_SLOTS | one per two cores | training-lab runs at once (serving/lab_jobs.py) |
+| TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
+| TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
+| TRANSFORMER_LAB_LOCKS | unset | lock-file directory: lab slots per machine (set by `make serve`) |
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    """A positive integer from env; 0, empty or absent: the default."""
+    return int(env.get(name) or 0) or default
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    checkpoints: Path = ROOT / "checkpoints"
+    threads: int = 2
+    admit: int = 1
+    max_waiting: int = 60
+    max_batch: int = 16
+    lab_slots: int = 1
+    lab_max_seconds: float = 180.0
+    lab_threads: int = 1
+    lab_locks: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, cores: int | None = None) -> ServingConfig:
+        env = os.environ if env is None else env
+        cores = cores or os.cpu_count() or 1
+        half = max(1, cores // 2)
+        return cls(
+            checkpoints=Path(env.get("TRANSFORMER_CHECKPOINTS") or ROOT / "checkpoints"),
+            threads=_int(env, "TRANSFORMER_THREADS", max(1, min(2, cores))),
+            admit=_int(env, "TRANSFORMER_ADMIT", 1),
+            max_waiting=int(env.get("TRANSFORMER_MAX_WAITING") or 60),
+            max_batch=_int(env, "TRANSFORMER_MAX_BATCH", 16),
+            lab_slots=_int(env, "TRANSFORMER_LAB_SLOTS", half),
+            lab_max_seconds=float(env.get("TRANSFORMER_LAB_MAX_SECONDS") or 180),
+            lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),
+            lab_locks=Path(env["TRANSFORMER_LAB_LOCKS"]) if env.get("TRANSFORMER_LAB_LOCKS") else None,
+        )
