@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import plotly.graph_objects as go
+from streamlit.delta_generator import DeltaGenerator
 
 from app.settings import Settings
 from model.readings import matrix_csv
 from model.trace import Trace
 
 
-def chart(where: Any, fig: go.Figure, key: str, settings: Settings) -> None:
+def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: Settings) -> None:
     """Show a figure; its camera icon downloads it as PNG or SVG (the sidebar's choice)."""
     where.plotly_chart(
         fig,
@@ -24,7 +25,7 @@ def chart(where: Any, fig: go.Figure, key: str, settings: Settings) -> None:
     )
 
 
-def csv_button(where: Any, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:
+def csv_button(where: DeltaGenerator, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:
     """A download button for the matrix a figure shows."""
     where.download_button(f"Download {name}.csv", data=matrix_csv(matrix, rows, cols), file_name=f"{name}.csv",
                           mime="text/csv", key=f"csv_{name}", on_click="ignore")

@@ -20,14 +20,11 @@ import argparse
 import statistics
 import time
 
+from tests.support import settle
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--disable-dev-shm-usage"]
-
-
-def settle(page) -> None:
-    page.wait_for_timeout(250)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)
 
 
 def change(page, method: str) -> float:

@@ -15,7 +15,8 @@ import argparse
 import statistics
 import time
 
-from benchmarks.lab_latency import ARGS, CHROMIUM, line, settle
+from benchmarks.lab_latency import ARGS, CHROMIUM, line
+from tests.support import click_block, settle
 
 SENTENCES = [
     "A young woman in a red jacket is walking her small dog along the beach at sunset.",
@@ -35,17 +36,6 @@ BLOCKS = [("decoder.feed_forward", "Position-wise feed-forward network"),
           ("encoder.positional", "Positional encoding added")]
 
 
-def click_block(page, block: str) -> None:
-    figure = page.locator(".st-key-overview_figure .js-plotly-plot")
-    box = figure.bounding_box()
-    x, y = page.evaluate("""(block) => {
-        const el = document.querySelector('.st-key-overview_figure .js-plotly-plot');
-        const m = el._fullData[el._fullData.length - 1];
-        const i = Array.from(m.customdata).indexOf(block);
-        return [el._fullLayout.xaxis._offset + el._fullLayout.xaxis.l2p(m.x[i]),
-                el._fullLayout.yaxis._offset + el._fullLayout.yaxis.l2p(m.y[i])];
-    }""", block)
-    page.mouse.click(box["x"] + x, box["y"] + y)
 
 
 def submit(page, text: str) -> float:

@@ -20,7 +20,8 @@ import time
 
 from streamlit.util import calc_hash
 
-from benchmarks.class_load import ROOT, SENTENCES, Student, expected_translations, server_processes
+from benchmarks.class_load import ROOT, SENTENCES, expected_translations, server_processes
+from serving.protocol import Student
 
 SENTENCE_PAGES = {"overview", "explore", "lesson", "step", "positional", "masks", "head", "knockout"}
 OTHER_PAGES = {"lab", "card"}

@@ -238,17 +238,26 @@ def add_and_norm(add: Residual, norm: nn.LayerNorm, x: Tensor, update: Tensor, t
     return out
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention, then FFN; each wrapped in residual + LayerNorm."""
+class _Layer(nn.Module):
+    """What both layers hold: self-attention, the FFN, and one LayerNorm (norm1, norm2, ...) and
+    one dropout (dropout1, ...) per sublayer, named as in torch.nn.Transformer's layers."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, sublayers: int) -> None:
         super().__init__()
         self.norm_first = cfg.norm_first
         self.add = Residual(cfg.residual)
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.dropout1, self.dropout2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
+        for i in range(1, sublayers + 1):
+            self.add_module(f"norm{i}", nn.LayerNorm(cfg.d_model))
+            self.add_module(f"dropout{i}", nn.Dropout(cfg.dropout))
+
+
+class EncoderLayer(_Layer):
+    """Self-attention, then FFN; each wrapped in residual + LayerNorm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg, sublayers=2)
 
     def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
                 knockout: frozenset[str] = frozenset()) -> Tensor:
@@ -268,18 +277,12 @@ class EncoderLayer(nn.Module):
         return self.dropout2(self.feed_forward(x, trace, f"{name}.feed_forward"))
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention over the encoder memory, then FFN."""
 
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.norm_first = cfg.norm_first
-        self.add = Residual(cfg.residual)
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
+        super().__init__(cfg, sublayers=3)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
-        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(cfg.dropout) for _ in range(3))
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor,
                 trace: Trace | None, name: str, cache: tuple[KVCache, KVCache] | None = None,

@@ -29,14 +29,15 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
 
 @dataclass(frozen=True)
 class ServingConfig:
+    """The table above, one field per variable (defaults for a 2-core machine)."""
     checkpoints: Path = ROOT / "checkpoints"
-    threads: int = 2
-    admit: int = 1
-    max_waiting: int = 60
-    max_batch: int = 16
-    lab_slots: int = 1
-    lab_max_seconds: float = 180.0
-    lab_threads: int = 1
+    threads: int = 2                  # torch threads of an app process
+    admit: int = 1                    # heavy page runs at once
+    max_waiting: int = 60             # students in line before the next is turned away
+    max_batch: int = 16               # sentences decoded together
+    lab_slots: int = 1                # lab runs training at once
+    lab_max_seconds: float = 180.0    # a lab run's time cap
+    lab_threads: int = 1              # torch threads of a lab run's process
     lab_locks: Path | None = None
 
     @classmethod

@@ -51,13 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--page", action="append", help=f"page to draw (repeatable; default {', '.join(DEFAULT_PAGES)})")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds for all pages (default 180)")
     args = p.parse_args(argv)
+    pages = tuple(args.page or DEFAULT_PAGES)
     try:
-        seconds = warm_blocking(args.port, tuple(args.page or DEFAULT_PAGES), args.timeout)
+        message = f"warmed up the app on port {args.port} in {warm_blocking(args.port, pages, args.timeout):.1f} s"
     except (OSError, ConnectionError, RuntimeError, asyncio.TimeoutError) as exc:
-        print(f"error: warming up the app on port {args.port}: {exc}", file=sys.stderr)
-        return 1
-    print(f"warmed up the app on port {args.port} in {seconds:.1f} s", file=sys.stderr)
-    return 0
+        message = f"error: warming up the app on port {args.port}: {exc}"
+    print(message, file=sys.stderr)
+    return 1 if message.startswith("error") else 0
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from serving.admission import Gate, Waiting
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -75,10 +75,9 @@ def test_a_full_line_turns_the_next_student_away_at_once():
     waiter = threading.Thread(target=lambda: gate.admitted().__enter__(), daemon=True)
     waiter.start()
     wait_until(lambda: gate.waiting == 1)
-    start = time.monotonic()
-    with gate.admitted() as ok:
-        assert ok is False
-    assert time.monotonic() - start < 0.5 and gate.turned_away == 1
+    with gate.admitted() as ok:                 # answered while the holder still holds: it did not wait
+        assert ok is False and holder.is_alive() and gate.running == 1
+    assert gate.turned_away == 1
     release.set()
     holder.join(5)
 
@@ -160,7 +159,7 @@ def test_in_the_app_a_new_page_waits_for_the_gate_and_a_layer_change_does_not(ap
 def test_a_turn_that_comes_while_the_note_is_drawn_is_not_slept_through():
     """The place in line is drawn outside the lock; a student whose turn comes meanwhile must
     go in at once, not after the next poll (a lost wake-up cost up to `poll` per hand-over)."""
-    gate = Gate(1, 5, poll=3.0)
+    gate = Gate(1, 5, poll=30.0)          # a lost wake-up would cost 30 s; going in at once takes ~0.2 s
     release, entered = threading.Event(), threading.Event()
     holder = hold(gate, release, entered)
     wait_until(lambda: gate.running == 1)
@@ -178,4 +177,4 @@ def test_a_turn_that_comes_while_the_note_is_drawn_is_not_slept_through():
     t.start()
     t.join(10)
     holder.join(5)
-    assert admitted_at and admitted_at[0] - start < 1.5, admitted_at[0] - start
+    assert admitted_at and admitted_at[0] - start < 10, admitted_at[0] - start

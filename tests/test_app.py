@@ -2,24 +2,13 @@
 stepping changes the step, bad input gives a message."""
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import ROOT
-
-APP = str(ROOT / "app" / "main.py")
-
-
-def goto(at: AppTest, slug: str) -> AppTest:
-    """Open the page whose URL path is /slug, as a click in the page menu does (a page's
-    script hash is the hash of its URL path), and run."""
-    from streamlit.util import calc_hash
-    at._page_hash = calc_hash(slug)
-    return at.run()
+from tests.support import APP, array, goto, page_of
 
 
 @pytest.fixture
@@ -34,18 +23,6 @@ def at(app_checkpoints, monkeypatch):
     return app
 
 
-def page_of(at: AppTest) -> str | None:
-    """The page on screen: app/pages.py wraps each page in a container keyed page-<slug>."""
-    def walk(node):
-        for child in getattr(node, "children", {}).values():
-            block_id = str(getattr(getattr(child, "proto", None), "id", "") or "")
-            if "-page-" in block_id:
-                return block_id.rsplit("-page-", 1)[1]
-            found = walk(child)
-            if found:
-                return found
-        return None
-    return walk(at._tree)
 
 
 def charts(at) -> dict[str, dict]:
@@ -53,15 +30,6 @@ def charts(at) -> dict[str, dict]:
     return {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
 
 
-def array(value) -> np.ndarray:
-    """Plotly JSON arrays: plain lists, or typed arrays {"dtype", "bdata" (base64), "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")
-        if isinstance(shape, str):
-            shape = [int(x) for x in shape.split(",")]
-        return flat.reshape(shape).astype(float) if shape else flat.astype(float)
-    return np.array(value, dtype=float)
 
 
 def heatmaps(spec: dict) -> list[np.ndarray]:

@@ -13,7 +13,7 @@ from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import decode_many, explain, explain_decoded, source_ids
 from serving.batching import Batcher
-from tests.conftest import sentences, tiny_model
+from tests.support import sentences, tiny_model
 
 
 def call_together(batcher: Batcher, items: list, group="g") -> tuple[dict, dict]:
@@ -52,7 +52,7 @@ def test_a_lone_call_waits_only_the_window():
     b = Batcher(lambda g, items: [x + 1 for x in items], window=0.05)
     start = time.monotonic()
     assert b("g", 1) == 2 and list(b.batches) == [1]
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 5          # a margin no busy machine breaks; waiting for company would hang
 
 
 def test_a_failing_item_fails_only_its_caller():

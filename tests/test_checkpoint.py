@@ -6,18 +6,8 @@ import json
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, find_checkpoints, load_checkpoint, save_checkpoint
-from model.config import preset
-from model.transformer import Transformer
-from tests.conftest import random_batch
-
-
-def make_checkpoint(tokenizer, path, half=False, seed=0):
-    torch.manual_seed(seed)
-    m = Transformer(preset("tiny", src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size)).eval()
-    save_checkpoint(path, m, tokenizer, tokenizer, meta={"src_lang": "en", "tgt_lang": "de"}, half=half,
-                    extra_files={"training_log.jsonl": "", "README.md": "# card\n"})
-    return m
+from model.checkpoint import CheckpointError, find_checkpoints, load_checkpoint
+from tests.support import make_checkpoint, random_batch
 
 
 def logits_of(m, vocab):

@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.test_checkpoint import make_checkpoint
+from tests.support import ROOT, make_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +125,7 @@ def test_tune_stores_the_best_alpha_that_the_clis_then_use(tokenizer, tmp_path):
     from model.card import render_card
     from model.checkpoint import load_checkpoint
     from model.cli import add_decode_args, decode_options
-    from tests.conftest import sentences
+    from tests.support import sentences
     ck, data = tmp_path / "ck", tmp_path / "data"
     make_checkpoint(tokenizer, ck)
     data.mkdir()

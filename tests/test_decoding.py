@@ -22,7 +22,7 @@ from model.decoding import (
     sampling_distribution,
 )
 from model.layers import DecoderCache
-from tests.conftest import random_batch, tiny_model
+from tests.support import random_batch, tiny_model
 
 V = 40
 

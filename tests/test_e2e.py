@@ -3,19 +3,25 @@ the charts, step a beam search to its end, compare with `python -m model.transla
 Screenshots of each view go to test-artifacts/."""
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHROMIUM, ROOT, wait_healthy
+from tests.support import (
+    ARTIFACTS,
+    CHROMIUM,
+    ROOT,
+    app_server,
+    choose,
+    no_errors,
+    open_page,
+    settle,
+    shown_value,
+)
 
-ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "Two young children are playing with a ball in the park."
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -28,28 +34,8 @@ def shipped_or_tiny(app_checkpoints: Path) -> Path:
     return shipped if (shipped / "multi30k-en-de" / "config.json").is_file() else app_checkpoints
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def app_server(checkpoints: Path, **env: str):
-    """`streamlit run app/main.py` on a free loopback port, until the block ends; yields its URL."""
-    port = free_port()
-    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(checkpoints), **env}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
-                             "--server.headless", "true", "--server.port", str(port), "--server.address",
-                             "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(url, proc, timeout=60)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -59,26 +45,10 @@ def server(app_checkpoints):
         yield url, root
 
 
-def settle(page, timeout: float = 60_000) -> None:
-    """Wait until the app's script run is over and nothing is pending."""
-    page.wait_for_timeout(250)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
-    page.wait_for_timeout(150)
 
 
-def no_errors(page) -> None:
-    assert page.locator("[data-testid='stException']").count() == 0
-    assert "Traceback" not in page.content()
 
 
-def open_page(browser, url: str, selector: str, height: int = 1100):
-    """A new browser page on `url`, once `selector` is drawn and the script run is over."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": height})
-    page.goto(url)
-    page.wait_for_selector(selector, timeout=90_000)
-    settle(page)
-    return page
 
 
 def open_app(browser, url: str):
@@ -164,24 +134,8 @@ def test_markup_is_not_executed(server, browser):
     no_errors(page)
 
 
-def choose(page, key: str, option: str) -> None:
-    """Pick an option of the selectbox whose widget key is `key`."""
-    opener = page.locator(f".st-key-{key} button[aria-label='Open']").first      # the whole list, unfiltered
-    wanted = page.get_by_role("option", name=option, exact=True).first
-    for _ in range(3):          # a click while charts are still laying the page out can miss the list
-        opener.click()
-        try:
-            wanted.wait_for(timeout=3000)
-            break
-        except Exception:  # noqa: BLE001 - playwright's TimeoutError; try again
-            page.keyboard.press("Escape")
-    wanted.click()
-    settle(page)
 
 
-def shown_value(page, key: str) -> str:
-    """The value a selectbox shows (its text without the label)."""
-    return page.locator(f".st-key-{key} [role='combobox']").first.input_value().strip()
 
 
 def go_to(page, title: str, slug: str) -> None:
@@ -200,7 +154,7 @@ def test_every_page_to_every_page_in_the_browser(server, browser):
     """Issue 12's regression: a typed sentence, layer 1 / head 2 and step 2 survive each
     of the moves between every two pages, clicked in the page menu."""
     from app.pages import BY_SLUG, PAGES
-    from tests.test_pages import LAYER_PAGES, tour
+    from tests.support import LAYER_PAGES, tour
 
     page = open_app(browser, server[0])
     titles = {p.slug: p.title for p in PAGES}
@@ -245,7 +199,7 @@ def test_an_old_view_link_opens_its_page_at_its_path(server, browser):
 
 
 def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
-    from benchmarks.overview_speed import click_block
+    from tests.support import click_block
     page = open_page(browser, server[0], ".st-key-overview_figure .js-plotly-plot", height=2400)   # / is the overview
     no_errors(page)
     page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)

@@ -11,7 +11,7 @@ from model.decoding import DecodeOptions, decode, output_log_probs
 from model.ensemble import Ensemble
 from model.tokenizer import Tokenizer
 from model.translate import main as translate_main
-from tests.conftest import random_batch, sentences, tiny_model
+from tests.support import random_batch, sentences, tiny_model
 
 V = 40
 

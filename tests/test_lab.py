@@ -20,7 +20,7 @@ from model.tasks import TaskSpec
 from model.trace import Recording, Trace
 from model.training import Schedule, StepSettings, loss_and_tokens, own_predictions, train_step
 from serving.lab_jobs import Scheduler
-from tests.conftest import random_batch, tiny_model
+from tests.support import random_batch, tiny_model
 
 # A small reverse task that a 1+1-layer model learns in a few hundred steps (~3 s on one core).
 SMALL = LabSettings(task=TaskSpec("reverse", 3, 5, 6), d_model=32, n_heads=2, n_layers=1, d_ff=64,
@@ -298,14 +298,17 @@ def test_runs_train_in_their_own_processes_and_share_nothing():
         assert job.run.history[0].seq_acc != last.seq_acc or last.token_acc != job.run.history[0].token_acc
 
 
-def test_a_stopped_process_run_ends_within_a_second():
+def test_a_stopped_process_run_ends_promptly():
+    """Measured: 0.25-0.32 s from Stop to the run shown as stopped (BENCHMARKS.md, session 10);
+    here with a margin a busy machine cannot break (the process's shutdown, waited for in the
+    background, took 1.2-1.5 s more)."""
     sched = Scheduler(slots=1)
     job = sched.submit("a", SMALL.changed(max_steps=100_000, stop_at=2.0))
     _wait(lambda: job.run is not None and job.run.step > 0, timeout=60)
     stopped = time.monotonic()
     sched.stop(job)
     _wait(lambda: not job.active, timeout=5)
-    assert time.monotonic() - stopped < 1.0 and job.ended == "stopped" and job.run.history[-1].step == job.run.step
+    assert time.monotonic() - stopped < 5 and job.ended == "stopped" and job.run.history[-1].step == job.run.step
     # the training process is waited for in the background (its shutdown took another second), and does end
     _wait(lambda: not [c for c in multiprocessing.active_children() if c.name == f"lab-{job.id}"], timeout=10)
 
@@ -347,7 +350,7 @@ def test_the_lab_page_trains_replays_decodes_and_saves(app_checkpoints, tmp_path
 
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_app import APP, goto
+    from tests.support import APP, goto
     root = tmp_path / "checkpoints"
     shutil.copytree(app_checkpoints, root)
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(root))
@@ -402,7 +405,7 @@ def test_the_download_is_a_loadable_checkpoint(tmp_path):
 def test_another_session_sees_nothing_of_a_run(app_checkpoints, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_app import APP, goto
+    from tests.support import APP, goto
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     mine, theirs = (goto(AppTest.from_file(APP, default_timeout=60).run(), "lab") for _ in range(2))
     mine.slider(key="lab_steps").set_value(50).run()
@@ -419,7 +422,7 @@ def test_another_session_sees_nothing_of_a_run(app_checkpoints, monkeypatch):
 def test_a_run_keeps_training_while_its_owner_visits_other_pages(app_checkpoints, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_app import APP, goto
+    from tests.support import APP, goto
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     at = goto(AppTest.from_file(APP, default_timeout=60).run(), "lab")
     at.selectbox(key="lab_d_model").set_value(16).run()

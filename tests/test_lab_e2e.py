@@ -11,8 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import CHROMIUM
-from tests.test_e2e import ARTIFACTS, app_server, no_errors, open_page, settle
+from tests.support import ARTIFACTS, CHROMIUM, app_server, no_errors, open_page, settle
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed "

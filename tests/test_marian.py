@@ -17,8 +17,7 @@ from model.checkpoint import load_checkpoint
 from model.convert import ConvertError, export_marian, import_marian, main
 from model.decoding import DecodeOptions, decode, max_output_length
 from model.trace import Trace
-from tests.conftest import ROOT, sentences
-from tests.test_checkpoint import make_checkpoint
+from tests.support import ROOT, make_checkpoint, sentences
 
 transformers = pytest.importorskip("transformers", reason="the optional extra is not installed: pip install -e '.[hf]'")
 torch.manual_seed(0)
@@ -251,8 +250,7 @@ def test_every_page_works_on_an_imported_model(ours, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from app.pages import PAGES
-    from tests.test_app import APP, goto, page_of
-    from tests.test_pages import tour
+    from tests.support import APP, goto, page_of, tour
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(ours.path.parent))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception and at.title[0].value.endswith("en → de")

@@ -13,7 +13,7 @@ import model.layers as layers
 from model import Recording, Trace
 from model.config import ModelConfig, preset
 from model.masks import causal_mask, decoder_self_mask, padding_mask
-from tests.conftest import random_batch, tiny_model
+from tests.support import random_batch, tiny_model
 
 V = 40
 SRC_LENGTHS, TGT_LENGTHS = [7, 4, 6], [5, 3, 6]

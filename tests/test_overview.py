@@ -11,9 +11,7 @@ from streamlit.testing.v1 import AppTest
 from figures import diagram
 from model.config import preset
 from model.trace import Recording, Trace
-from tests.conftest import random_batch, tiny_model
-from tests.test_app import APP, array, goto, page_of
-from tests.test_pages import link_of
+from tests.support import APP, array, goto, link_of, page_of, random_batch, tiny_model
 
 
 def test_the_blocks_follow_the_models_config():
@@ -145,7 +143,7 @@ def test_the_cost_step_counts_this_sentences_scores():
     from model.checkpoint import Checkpoint
     from model.pipeline import explain
     from model.tokenizer import Tokenizer
-    from tests.conftest import sentences
+    from tests.support import sentences
     tok = Tokenizer.train(sentences(200), vocab_size=40)
     ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)
     data = LessonData(ckpt, explain(ckpt, "the dog runs in the park", recording=Recording(scores=True, stream=True)))

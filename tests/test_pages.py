@@ -13,25 +13,12 @@ from app.links import current, linked_step, parse
 from app.pages import BY_SLUG, PAGES
 from app.settings import linked
 from app.state import StepCursor
-from tests.conftest import ROOT
-from tests.test_app import APP, goto, page_of
+from tests.support import APP, LAYER_PAGES, ROOT, goto, link_of, page_of, tour
 
 SLUGS = [p.slug for p in PAGES]
 SENTENCE = "the cat sits on a red ball"
-LAYER_PAGES = {"explore", "head", "masks"}      # pages with the layer / head picker
 
 
-def tour(nodes: list[str], start: str) -> list[str]:
-    """A walk that takes every ordered pair (a, b), a != b, exactly once (an Eulerian
-    circuit of the complete directed graph, by Hierholzer's algorithm)."""
-    left = {a: [b for b in nodes if b != a] for a in nodes}
-    stack, walk = [start], []
-    while stack:
-        if left[stack[-1]]:
-            stack.append(left[stack[-1]].pop(0))
-        else:
-            walk.append(stack.pop())
-    return walk[::-1]
 
 
 def test_tour_takes_every_ordered_pair_once():
@@ -44,8 +31,6 @@ def translation_of(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("### "))
 
 
-def link_of(at: AppTest) -> dict[str, str]:
-    return {k: (v[0] if isinstance(v, list) else v) for k, v in ((k, at.query_params[k]) for k in at.query_params)}
 
 
 @pytest.fixture
@@ -185,7 +170,7 @@ def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_pat
     without alpha; switching to a model without one moves an untouched slider to 0.6; a
     moved slider stays, and its value is in the link."""
     from model.checkpoint import save_checkpoint, write_decoding
-    from tests.conftest import tiny_model
+    from tests.support import tiny_model
     m = tiny_model(tokenizer.vocab_size, seed=1)
     for name, langs in (("multi30k-en-de", ("en", "de")), ("multi30k-de-en", ("de", "en"))):
         save_checkpoint(tmp_path / name, m, tokenizer, tokenizer, meta={"src_lang": langs[0], "tgt_lang": langs[1]})

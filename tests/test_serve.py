@@ -21,8 +21,7 @@ import pytest
 
 from serving.launcher import COOKIE, Backend, haproxy_config
 from serving.protocol import Student, http_get
-from tests.conftest import CHROMIUM, ROOT, wait_healthy
-from tests.test_e2e import choose, free_port, settle, shown_value
+from tests.support import CHROMIUM, ROOT, choose, free_port, settle, shown_value, wait_healthy
 
 HAPROXY = shutil.which("haproxy")
 LAUNCHER_OUTPUT: list[str] = []      # what the launcher printed (read by a thread as it comes)
@@ -123,7 +122,7 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
     from model.checkpoint import load_checkpoint
     from model.decoding import DecodeOptions
     from model.pipeline import translate
-    from tests.conftest import sentences
+    from tests.support import sentences
     url, _ = proxy
     texts = sentences(12, seed=5)
     ckpt = load_checkpoint(app_checkpoints / "multi30k-en-de")

@@ -12,7 +12,7 @@ from model.data import read_parallel
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
-from tests.conftest import MULTI30K, ROOT
+from tests.support import MULTI30K, ROOT
 
 SHIPPED = find_checkpoints(ROOT / "checkpoints")
 # test2016, beam 4: issue 17's goals, which both replacements reached

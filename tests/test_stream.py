@@ -15,7 +15,7 @@ from model.stream import (
     update_ratios,
 )
 from model.trace import Recording, Trace
-from tests.conftest import random_batch, tiny_model
+from tests.support import random_batch, tiny_model
 
 SRC, TGT = random_batch(40, [7, 5], seed=11), random_batch(40, [6, 4], seed=12, bos=True)
 

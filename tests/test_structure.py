@@ -1,5 +1,7 @@
-"""The code's shape: no circular imports, `python -m model.trace` loads its module once,
-no long functions in the app, the attention-kind registry agrees with the model."""
+"""The code's shape: layers point one way (model <- figures, serving <- app), app/ holds only
+Streamlit code in files of at most 400 lines, only app/state.py touches st.session_state, tests
+import neither each other nor benchmarks; no circular imports, `python -m model.trace` loads its
+module once, no long functions in the app, the attention-kind registry agrees with the model."""
 from __future__ import annotations
 
 import ast
@@ -11,14 +13,19 @@ import torch
 
 from model.kinds import ATTENTION_KINDS
 from model.trace import Trace
-from tests.conftest import ROOT, random_batch, tiny_model
+from tests.support import ROOT, random_batch, tiny_model
 
 MAX_FUNCTION_LINES = 60
+MAX_APP_FILE_LINES = 400
+PACKAGES = ("model", "figures", "serving", "app")
+# what each layer may import from the project: nothing points upward
+MAY_IMPORT = {"model": {"model"}, "figures": {"model", "figures"}, "serving": {"model", "serving"},
+              "app": {"model", "figures", "serving", "app"}}
 
 
 def _modules() -> dict[str, ast.Module]:
     out = {}
-    for package in ("model", "app"):
+    for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -56,7 +63,62 @@ def test_no_circular_imports():
 
     for name in graph:
         visit(name)
-    assert not any(dep.startswith("app") for n, deps in graph.items() if n.startswith("model") for dep in deps)
+
+
+def _project_imports(tree: ast.AST) -> set[str]:
+    """Top-level packages of the project that a module imports anywhere (also inside functions)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found & {*PACKAGES, "tests", "benchmarks", "streamlit"}
+
+
+def test_layers_point_one_way():
+    wrong = [f"{name} imports {dep}" for name, tree in _modules().items() for dep in _project_imports(tree)
+             if dep in PACKAGES and dep not in MAY_IMPORT[name.split(".")[0]]]
+    assert not wrong, wrong
+
+
+def test_only_the_app_imports_streamlit_and_every_app_module_does():
+    """Streamlit's protocol buffers are the one exception: serving/protocol.py speaks them."""
+    outside = [n for n, tree in _modules().items() if not n.startswith("app") and "streamlit" in _project_imports(tree)
+               and n != "serving.protocol"]
+    assert not outside, f"Streamlit outside app/: {outside}"
+    pure = [n for n, tree in _modules().items() if n.startswith("app") and n not in ("app", "app.views")
+            and "streamlit" not in _project_imports(tree)]
+    assert not pure, f"Streamlit-free modules belong in model/, figures/ or serving/: {pure}"
+
+
+def test_app_files_stay_short():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "app").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_APP_FILE_LINES}
+    assert not long, long
+
+
+def test_only_the_state_owner_touches_session_state():
+    touched = []
+    for path in (ROOT / "app").rglob("*.py"):
+        if path.relative_to(ROOT).as_posix() == "app/state.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "session_state":
+                touched.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not touched, f"st.session_state outside app/state.py: {touched}"
+
+
+def test_tests_import_no_other_test_module_and_no_benchmark():
+    wrong = []
+    for path in (ROOT / "tests").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [module or ""]
+            for name in names:
+                if name.startswith("benchmarks") or (name.startswith("tests.") and name != "tests.support"):
+                    wrong.append(f"{path.name}:{node.lineno} {name}")
+    assert not wrong, wrong
 
 
 COUNT_TRACE_CLASSES = """

@@ -18,7 +18,7 @@ from model import training
 from model.checkpoint import load_checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import translate
-from tests.conftest import MULTI30K, ROOT
+from tests.support import MULTI30K, ROOT
 
 WORDS = [f"w{c}" for c in "abcdefghijkl"]
 

@@ -10,7 +10,7 @@ import train
 from model.checkpoint import CheckpointError, load_weights, save_weights
 from model.data import Example, collate
 from model.training import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step
-from tests.conftest import tiny_model
+from tests.support import tiny_model
 
 PAD = 0
 

@@ -1,0 +1,84 @@
+"""Every page's script time in AppTest, for one checkout: the first run of each page on a
+sentence (the decoding cached, the page's figures not) and a second run of it (what a student
+pays on coming back, or a class on one link after the first student). The sentence is typed on
+the explorer, so its first run includes decoding it.
+
+  .venv/bin/python -m benchmarks.page_times [--root DIR] [--rounds 5] [--checkpoints DIR]
+
+--root: the checkout whose app is timed (default: this one), so that two builds can be timed
+by the same driver, one process each, in the order A B A B. The shipped checkpoints by default.
+Reported per page: the median over rounds of the first and the second run, in ms. Each round
+uses a new sentence (nothing cached from the round before but the model).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+SENTENCES = [
+    "A young woman in a blue jacket is walking her dog along the beach at sunset.",
+    "Two men in orange vests are repairing a road while cars wait behind them.",
+    "A little girl with a red balloon is running across a green park.",
+    "An old man is reading a newspaper on a bench next to the river.",
+    "Three children are building a sandcastle while their mother takes a photo.",
+    "A cyclist in a yellow jersey rides past a crowd of cheering people.",
+    "A chef in a white hat is cutting vegetables in a busy kitchen.",
+]
+PAGES = ("explore", "overview", "lesson", "step", "positional", "masks", "head", "knockout", "card")
+
+
+def open_page(at, slug: str) -> float:
+    """Seconds of one run of page `slug` (as a click in the page menu asks for it)."""
+    from streamlit.util import calc_hash
+    at._page_hash = calc_hash(slug)        # AppTest has no public switch to a callable page
+    start = time.perf_counter()
+    at.run()
+    seconds = time.perf_counter() - start
+    if at.exception:
+        raise RuntimeError(f"{slug}: {at.exception[0].message}")
+    return seconds
+
+
+def measure(root: Path, rounds: int) -> dict[str, dict[str, float]]:
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(root / "app" / "main.py"), default_timeout=300)
+    at.run()
+    times: dict[str, dict[str, list[float]]] = {p: {"first": [], "again": []} for p in PAGES}
+    for r in range(rounds):
+        open_page(at, "explore")
+        at.text_input(key="text").set_value(SENTENCES[r % len(SENTENCES)])
+        start = time.perf_counter()
+        at.run()                                  # the explorer's first run includes decoding the sentence
+        times["explore"]["first"].append(time.perf_counter() - start)
+        times["explore"]["again"].append(open_page(at, "explore"))
+        for slug in PAGES[1:]:
+            times[slug]["first"].append(open_page(at, slug))
+            times[slug]["again"].append(open_page(at, slug))
+    return {p: {k: round(1000 * statistics.median(v), 1) for k, v in t.items()} for p, t in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", default=str(HERE), help="the checkout to time (default: this one)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--checkpoints", help="checkpoints directory (default: the checkout's checkpoints/)")
+    a = p.parse_args(argv)
+    root = Path(a.root).resolve()
+    checkpoints = Path(a.checkpoints).resolve() if a.checkpoints else root / "checkpoints"
+    os.environ["TRANSFORMER_CHECKPOINTS"] = str(checkpoints)
+    os.chdir(root)
+    sys.path.insert(0, str(root))
+    for name in [m for m in sys.modules if m == "app" or m.startswith(("app.", "model", "figures", "serving"))]:
+        del sys.modules[name]
+    print(json.dumps({"root": str(root), "ms": measure(root, a.rounds)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""What several test modules (and the browser benchmarks) share: tiny models and data made on the
+spot, checkpoints, the app under AppTest, a real app server, and Chromium helpers. Fixtures
+are in conftest.py; no test module imports another, and none imports a benchmark."""
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import preset
+from model.transformer import Transformer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+MULTI30K = Path(os.environ.get("MULTI30K_DIR", ROOT.parent / "shared" / "data" / "multi30k"))
+
+
+WORDS = "a the dog cat man woman runs sits on in park street red blue ball big small child plays".split()
+
+
+def tiny_model(vocab: int = 40, seed: int = 0, **overrides) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(preset("tiny", src_vocab_size=vocab, tgt_vocab_size=vocab, **overrides)).eval()
+
+
+def random_batch(vocab: int, lengths: list[int], seed: int = 0, bos: bool = False) -> torch.Tensor:
+    """Padded (B, max(lengths)) ids in 4..vocab-1; EOS (3) last, or BOS (2) first."""
+    g = torch.Generator().manual_seed(seed)
+    out = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    for i, n in enumerate(lengths):
+        out[i, :n] = torch.randint(4, vocab, (n,), generator=g)
+        if bos:
+            out[i, 0] = 2
+        else:
+            out[i, n - 1] = 3
+    return out
+
+
+def sentences(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(n)]
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def wait_healthy(url: str, proc, timeout: float = 180) -> None:
+    """Poll url/_stcore/health until it says ok; else kill proc and fail with its output."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    pytest.fail(f"{url} did not become healthy: " + (proc.stdout.read() if proc.stdout else ""))
+
+
+def make_checkpoint(tokenizer, path, half=False, seed=0):
+    torch.manual_seed(seed)
+    m = Transformer(preset("tiny", src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size)).eval()
+    save_checkpoint(path, m, tokenizer, tokenizer, meta={"src_lang": "en", "tgt_lang": "de"}, half=half,
+                    extra_files={"training_log.jsonl": "", "README.md": "# card\n"})
+    return m
+
+
+APP = str(ROOT / "app" / "main.py")
+
+
+def goto(at: AppTest, slug: str) -> AppTest:
+    """Open the page whose URL path is /slug, as a click in the page menu does (a page's
+    script hash is the hash of its URL path), and run."""
+    from streamlit.util import calc_hash
+    at._page_hash = calc_hash(slug)
+    return at.run()
+
+
+def page_of(at: AppTest) -> str | None:
+    """The page on screen: app/pages.py wraps each page in a container keyed page-<slug>."""
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            block_id = str(getattr(getattr(child, "proto", None), "id", "") or "")
+            if "-page-" in block_id:
+                return block_id.rsplit("-page-", 1)[1]
+            found = walk(child)
+            if found:
+                return found
+        return None
+    return walk(at._tree)
+
+
+LAYER_PAGES = {"explore", "head", "masks"}      # pages with the layer / head picker
+
+
+def tour(nodes: list[str], start: str) -> list[str]:
+    """A walk that takes every ordered pair (a, b), a != b, exactly once (an Eulerian
+    circuit of the complete directed graph, by Hierholzer's algorithm)."""
+    left = {a: [b for b in nodes if b != a] for a in nodes}
+    stack, walk = [start], []
+    while stack:
+        if left[stack[-1]]:
+            stack.append(left[stack[-1]].pop(0))
+        else:
+            walk.append(stack.pop())
+    return walk[::-1]
+
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def app_server(checkpoints: Path, **env: str):
+    """`streamlit run app/main.py` on a free loopback port, until the block ends; yields its URL."""
+    port = free_port()
+    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(checkpoints), **env}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                             "--server.headless", "true", "--server.port", str(port), "--server.address",
+                             "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc, timeout=60)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def settle(page, timeout: float = 60_000) -> None:
+    """Wait until the app's script run is over and nothing is pending."""
+    page.wait_for_timeout(250)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    page.wait_for_timeout(150)
+
+
+def no_errors(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert "Traceback" not in page.content()
+
+
+def open_page(browser, url: str, selector: str, height: int = 1100):
+    """A new browser page on `url`, once `selector` is drawn and the script run is over."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": height})
+    page.goto(url)
+    page.wait_for_selector(selector, timeout=90_000)
+    settle(page)
+    return page
+
+
+def choose(page, key: str, option: str) -> None:
+    """Pick an option of the selectbox whose widget key is `key`."""
+    opener = page.locator(f".st-key-{key} button[aria-label='Open']").first      # the whole list, unfiltered
+    wanted = page.get_by_role("option", name=option, exact=True).first
+    for _ in range(3):          # a click while charts are still laying the page out can miss the list
+        opener.click()
+        try:
+            wanted.wait_for(timeout=3000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; try again
+            page.keyboard.press("Escape")
+    wanted.click()
+    settle(page)
+
+
+def shown_value(page, key: str) -> str:
+    """The value a selectbox shows (its text without the label)."""
+    return page.locator(f".st-key-{key} [role='combobox']").first.input_value().strip()
+
+
+def click_block(page, block: str) -> None:
+    figure = page.locator(".st-key-overview_figure .js-plotly-plot")
+    box = figure.bounding_box()
+    x, y = page.evaluate("""(block) => {
+        const el = document.querySelector('.st-key-overview_figure .js-plotly-plot');
+        const m = el._fullData[el._fullData.length - 1];
+        const i = Array.from(m.customdata).indexOf(block);
+        return [el._fullLayout.xaxis._offset + el._fullLayout.xaxis.l2p(m.x[i]),
+                el._fullLayout.yaxis._offset + el._fullLayout.yaxis.l2p(m.y[i])];
+    }""", block)
+    page.mouse.click(box["x"] + x, box["y"] + y)
+
+
+def array(value) -> np.ndarray:
+    """Plotly JSON arrays: plain lists, or typed arrays {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        if isinstance(shape, str):
+            shape = [int(x) for x in shape.split(",")]
+        return flat.reshape(shape).astype(float) if shape else flat.astype(float)
+    return np.array(value, dtype=float)
+
+
+def link_of(at: AppTest) -> dict[str, str]:
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in ((k, at.query_params[k]) for k in at.query_params)}
