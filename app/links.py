@@ -54,9 +54,11 @@ def linked_step(params: Mapping[str, str]) -> int | None:
 
 def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
     """Once per session: the link's state into the owners. Returns the page an old-style
-    link (`view=...`) names, if any."""
+    link (`view=...`) names, if any; on later runs too, if `view` is set again (AppTest opens
+    pages this way: it has no public switch to a page that is a function)."""
     if state.held(state.LINK_READ):
-        return None
+        view = st.query_params.get(VIEW)
+        return view if view in set(pages) else None
     state.hold(state.LINK_READ, True)
     params = {k: st.query_params[k] for k in st.query_params}
     for name, value in parse(params, checkpoints).items():

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 
 import streamlit as st  # noqa: E402
 
-from app import links, pages, resources  # noqa: E402
+from app import links, pages, resources, state  # noqa: E402
 from app.settings import sidebar  # noqa: E402
 
 
@@ -41,8 +41,8 @@ def run() -> None:
     jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
     settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)))
     nav, st_pages = pages.navigation(settings)
-    if jump is not None and jump != pages.PAGES[0].slug:
-        st.switch_page(st_pages[jump])          # an old-style link: ?view=<slug>
+    if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
+        st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, or AppTest
     nav.run()
 
 

@@ -20,16 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.class_load import SENTENCES  # ~12-20 tokens each, all different
+
 HERE = Path(__file__).resolve().parent.parent
-SENTENCES = [
-    "A young woman in a blue jacket is walking her dog along the beach at sunset.",
-    "Two men in orange vests are repairing a road while cars wait behind them.",
-    "A little girl with a red balloon is running across a green park.",
-    "An old man is reading a newspaper on a bench next to the river.",
-    "Three children are building a sandcastle while their mother takes a photo.",
-    "A cyclist in a yellow jersey rides past a crowd of cheering people.",
-    "A chef in a white hat is cutting vegetables in a busy kitchen.",
-]
 PAGES = ("explore", "overview", "lesson", "step", "positional", "masks", "head", "knockout", "card")
 
 

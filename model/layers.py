@@ -242,22 +242,25 @@ class _Layer(nn.Module):
     """What both layers hold: self-attention, the FFN, and one LayerNorm (norm1, norm2, ...) and
     one dropout (dropout1, ...) per sublayer, named as in torch.nn.Transformer's layers."""
 
-    def __init__(self, cfg: ModelConfig, sublayers: int) -> None:
+    def __init__(self, cfg: ModelConfig, cross: bool) -> None:
         super().__init__()
         self.norm_first = cfg.norm_first
         self.add = Residual(cfg.residual)
+        # built in the paper's order (the random initialisation draws in this order)
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
+        if cross:
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        for i in range(1, sublayers + 1):
-            self.add_module(f"norm{i}", nn.LayerNorm(cfg.d_model))
-            self.add_module(f"dropout{i}", nn.Dropout(cfg.dropout))
+        for kind, make in (("norm", lambda: nn.LayerNorm(cfg.d_model)), ("dropout", lambda: nn.Dropout(cfg.dropout))):
+            for i in range(1, 4 if cross else 3):
+                self.add_module(f"{kind}{i}", make())
 
 
 class EncoderLayer(_Layer):
     """Self-attention, then FFN; each wrapped in residual + LayerNorm."""
 
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__(cfg, sublayers=2)
+        super().__init__(cfg, cross=False)
 
     def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
                 knockout: frozenset[str] = frozenset()) -> Tensor:
@@ -281,8 +284,7 @@ class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention over the encoder memory, then FFN."""
 
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__(cfg, sublayers=3)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.scale_attention)
+        super().__init__(cfg, cross=True)
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, cross_mask: Tensor,
                 trace: Trace | None, name: str, cache: tuple[KVCache, KVCache] | None = None,

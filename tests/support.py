@@ -83,10 +83,9 @@ APP = str(ROOT / "app" / "main.py")
 
 
 def goto(at: AppTest, slug: str) -> AppTest:
-    """Open the page whose URL path is /slug, as a click in the page menu does (a page's
-    script hash is the hash of its URL path), and run."""
-    from streamlit.util import calc_hash
-    at._page_hash = calc_hash(slug)
+    """Open the page whose URL path is /slug and run: through a `view` link parameter, which
+    the app honours on any run (AppTest has no public switch to a page that is a function)."""
+    at.query_params["view"] = slug          # the app opens the page a `view` parameter names
     return at.run()
 
 
@@ -101,7 +100,7 @@ def page_of(at: AppTest) -> str | None:
             if found:
                 return found
         return None
-    return walk(at._tree)
+    return walk(at.main)
 
 
 LAYER_PAGES = {"explore", "head", "masks"}      # pages with the layer / head picker

@@ -167,3 +167,15 @@ def test_the_kind_registry_matches_the_recorded_attention():
         assert torch.equal(attn[-1], trace[kind.layer_name(layers[kind.stack] - 1)])
         blocked = ~trace.mask(name)[:, None]                   # (B, 1, Tq, Tk): the mask really is this kind's
         assert torch.all(attn[:, blocked.expand_as(attn[0])] == 0)
+
+
+def test_tests_use_no_private_streamlit_attribute():
+    """AppTest's and Streamlit's underscored attributes change without notice: tests use the public API
+    (the one underscored name allowed is our own model's, in test_model.py)."""
+    private = []
+    for path in (ROOT / "tests").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and node.attr != "_self_attn_block":
+                private.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    assert not private, private
