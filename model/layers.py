@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model import names
 from model.config import ModelConfig
 from model.trace import Trace
 
@@ -135,7 +136,7 @@ def head_keep(knockout: frozenset[str], name: str, n_heads: int, out: Tensor) ->
     """1 for the heads of module `name` that stay on, 0 for those switched off, shaped to
     multiply out (B, H, Tq, d): (1, H, 1, 1), or (B, H, 1, 1) for a RowKnockout."""
     rows = knockout.rows if isinstance(knockout, RowKnockout) else (knockout,)
-    keep = [[f"{name}.{h}" not in off for h in range(n_heads)] for off in rows]
+    keep = [[names.head(name, h) not in off for h in range(n_heads)] for off in rows]
     return torch.tensor(keep, dtype=out.dtype, device=out.device)[:, :, None, None]
 
 
@@ -181,10 +182,10 @@ class MultiHeadAttention(nn.Module):
         if trace is not None:
             trace.record(name, weights)
             if trace.record_scores:
-                trace.record(f"{name}.scores", scores)
+                trace.record(names.part(name, "scores"), scores)
             if trace.record_qkv:
                 for label, t in (("q", q), ("k", k), ("v", v)):
-                    trace.record(f"{name}.{label}", t)
+                    trace.record(names.part(name, label), t)
         if knockout:
             out = out * head_keep(knockout, name, self.n_heads, out)
         b, _, tq, _ = out.shape
@@ -207,7 +208,7 @@ class FeedForward(nn.Module):
     def forward(self, x: Tensor, trace: Trace | None = None, name: str = "") -> Tensor:
         hidden = self.activation(self.w_1(x))                               # (B, T, d_ff)
         if trace is not None and trace.record_stream:
-            trace.record(f"{name}.hidden", hidden)
+            trace.record(names.part(name, "hidden"), hidden)
         return self.w_2(self.dropout(hidden))
 
 
@@ -234,7 +235,7 @@ def add_and_norm(add: Residual, norm: nn.LayerNorm, x: Tensor, update: Tensor, t
         for part, t in (("in", x), ("update", update), ("sum", summed), ("out", out), ("norm.mean", mean),
                         ("norm.std", torch.sqrt(var + norm.eps)), ("norm.gamma", norm.weight),
                         ("norm.beta", norm.bias)):
-            trace.record(f"{name}.{part}", t)
+            trace.record(names.part(name, part), t)
     return out
 
 
@@ -269,15 +270,15 @@ class EncoderLayer(_Layer):
             x = add(x, self._self_attn_block(self.norm1(x), mask, trace, name, knockout))
             return add(x, self._ff_block(self.norm2(x), trace, name))
         x = add_and_norm(add, self.norm1, x, self._self_attn_block(x, mask, trace, name, knockout), trace,
-                         f"{name}.self_attn")
-        return add_and_norm(add, self.norm2, x, self._ff_block(x, trace, name), trace, f"{name}.feed_forward")
+                         names.part(name, "self_attn"))
+        return add_and_norm(add, self.norm2, x, self._ff_block(x, trace, name), trace, names.part(name, "feed_forward"))
 
     def _self_attn_block(self, x: Tensor, mask: Tensor, trace: Trace | None, name: str,
                          knockout: frozenset[str]) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn", knockout=knockout))
+        return self.dropout1(self.self_attn(x, x, mask, trace, names.part(name, "self_attn"), knockout=knockout))
 
     def _ff_block(self, x: Tensor, trace: Trace | None = None, name: str = "") -> Tensor:
-        return self.dropout2(self.feed_forward(x, trace, f"{name}.feed_forward"))
+        return self.dropout2(self.feed_forward(x, trace, names.part(name, "feed_forward")))
 
 
 class DecoderLayer(_Layer):
@@ -296,21 +297,21 @@ class DecoderLayer(_Layer):
             x = add(x, self._cross_attn_block(self.norm2(x), memory, cross_mask, trace, name, cross_cache, knockout))
             return add(x, self._ff_block(self.norm3(x), trace, name))
         x = add_and_norm(add, self.norm1, x, self._self_attn_block(x, self_mask, trace, name, self_cache, knockout),
-                         trace, f"{name}.self_attn")
+                         trace, names.part(name, "self_attn"))
         x = add_and_norm(add, self.norm2, x,
                          self._cross_attn_block(x, memory, cross_mask, trace, name, cross_cache, knockout), trace,
-                         f"{name}.cross_attn")
-        return add_and_norm(add, self.norm3, x, self._ff_block(x, trace, name), trace, f"{name}.feed_forward")
+                         names.part(name, "cross_attn"))
+        return add_and_norm(add, self.norm3, x, self._ff_block(x, trace, name), trace, names.part(name, "feed_forward"))
 
     def _self_attn_block(self, x: Tensor, mask: Tensor | None, trace: Trace | None, name: str,
                          cache: KVCache | None, knockout: frozenset[str]) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, mask, trace, f"{name}.self_attn", cache, knockout=knockout))
+        return self.dropout1(self.self_attn(x, x, mask, trace, names.part(name, "self_attn"), cache, knockout=knockout))
 
     def _cross_attn_block(self, x: Tensor, memory: Tensor, mask: Tensor, trace: Trace | None, name: str,
                           cache: KVCache | None, knockout: frozenset[str]) -> Tensor:
-        out = self.cross_attn(x, memory, mask, trace, f"{name}.cross_attn", cache, static_kv=True,
+        out = self.cross_attn(x, memory, mask, trace, names.part(name, "cross_attn"), cache, static_kv=True,
                               knockout=knockout)
         return self.dropout2(out)
 
     def _ff_block(self, x: Tensor, trace: Trace | None = None, name: str = "") -> Tensor:
-        return self.dropout3(self.feed_forward(x, trace, f"{name}.feed_forward"))
+        return self.dropout3(self.feed_forward(x, trace, names.part(name, "feed_forward")))

@@ -4,6 +4,7 @@ readings look them up by them (the list of what each holds: model/trace/__init__
     side(s, what)            "source.embedding", "target.input", ...   s: source | target
     sublayer(stack, i, sub)  "encoder.0.self_attn", "decoder.2.feed_forward", ...
     part(name, what)         "<sublayer>.scores", "<sublayer>.norm.mean", ...
+    layer(stack, i), head(attention, h), mask(kind), LOGITS
     stack_output(stack, n)   the last of n layers' output: the encoder's memory, the decoder's final vectors
 """
 from __future__ import annotations
@@ -17,9 +18,19 @@ def side(which: str, what: str) -> str:
     return f"{which}.{what}"
 
 
-def sublayer(stack: str, layer: int, sub: str) -> str:
+def layer(stack: str, i: int) -> str:
+    """"encoder.0", "decoder.2", ...: the prefix of everything layer i of a stack records."""
+    return f"{stack}.{i}"
+
+
+def sublayer(stack: str, i: int, sub: str) -> str:
     """stack: "encoder" | "decoder"; sub: "self_attn" | "cross_attn" | "feed_forward"."""
-    return f"{stack}.{layer}.{sub}"
+    return part(layer(stack, i), sub)
+
+
+def head(attention: str, h: int) -> str:
+    """One head of an attention sublayer, e.g. "decoder.1.cross_attn.3" (the knockout's names)."""
+    return part(attention, str(h))
 
 
 def part(name: str, what: str) -> str:

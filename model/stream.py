@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from model import names
 from model.decoding import output_log_probs
 from model.trace import Trace
 from model.transformer import Transformer
@@ -24,27 +25,30 @@ SUBLAYERS = {"encoder": ("self_attn", "feed_forward"), "decoder": ("self_attn", 
 
 def sublayer_names(trace: Trace, stack: str) -> list[list[str]]:
     """Per layer, the recorded sublayers' names in the order they run."""
-    names = []
+    found = []
     for i in range(trace.num_layers(stack)):
-        names.append([f"{stack}.{i}.{sub}" for sub in SUBLAYERS[stack] if f"{stack}.{i}.{sub}.out" in trace])
-    if not names or not names[0]:
+        found.append([names.sublayer(stack, i, sub) for sub in SUBLAYERS[stack]
+                      if names.part(names.sublayer(stack, i, sub), "out") in trace])
+    if not found or not found[0]:
         raise KeyError(f"the trace holds no {stack} stream: record it with Trace(Recording(stream=True))")
-    return names
+    return found
 
 
 def add_and_norm_rebuilt(trace: Trace, sub: str) -> Tensor:
     """LayerNorm(x + Sublayer(x)) recomputed step by step from the recorded pieces:
-    (x + update - mean) / std * gamma + beta. Equals trace[f"{sub}.out"]."""
-    summed = trace[f"{sub}.in"] + trace[f"{sub}.update"]
-    centred = summed - trace[f"{sub}.norm.mean"][..., None]
-    return centred / trace[f"{sub}.norm.std"][..., None] * trace[f"{sub}.norm.gamma"] + trace[f"{sub}.norm.beta"]
+    (x + update - mean) / std * gamma + beta. Equals trace[names.part(sub, "out")]."""
+    x, update, mean, std, gamma, beta = (trace[names.part(sub, p)] for p in
+                                         ("in", "update", "norm.mean", "norm.std", "norm.gamma", "norm.beta"))
+    return (x + update - mean[..., None]) / std[..., None] * gamma + beta
 
 
 def update_ratios(trace: Trace, stack: str) -> Tensor:
     """(L, n_sublayers, B, T): how big each sublayer's update is against the stream it is
     added to, ||Sublayer(x)|| / ||x||, per token."""
-    rows = [torch.stack([trace[f"{sub}.update"].norm(dim=-1) / trace[f"{sub}.in"].norm(dim=-1).clamp_min(1e-12)
-                         for sub in layer]) for layer in sublayer_names(trace, stack)]
+    def ratio(sub: str) -> Tensor:
+        update, x = trace[names.part(sub, "update")], trace[names.part(sub, "in")]
+        return update.norm(dim=-1) / x.norm(dim=-1).clamp_min(1e-12)
+    rows = [torch.stack([ratio(sub) for sub in layer]) for layer in sublayer_names(trace, stack)]
     return torch.stack(rows)
 
 
@@ -54,7 +58,7 @@ def logit_lens(model: Transformer, trace: Trace) -> Tensor:
     linear layer and softmax, as if the model stopped there (post-norm: each layer's
     output is already normalised). The last layer's is the model's real distribution."""
     layers = sublayer_names(trace, "decoder")
-    return torch.stack([output_log_probs(model, trace[f"{layer[-1]}.out"]) for layer in layers])
+    return torch.stack([output_log_probs(model, trace[names.part(layer[-1], "out")]) for layer in layers])
 
 
 def token_ranks(log_probs: Tensor, token_ids: Tensor) -> Tensor:
@@ -65,7 +69,7 @@ def token_ranks(log_probs: Tensor, token_ids: Tensor) -> Tensor:
 
 def ffn_zeros(trace: Trace, sub: str) -> Tensor:
     """(B, T): how many of the d_ff hidden units are exactly zero after the activation."""
-    return (trace[f"{sub}.hidden"] == 0).sum(-1)
+    return (trace[names.part(sub, "hidden")] == 0).sum(-1)
 
 
 def nearest_tokens(embedding: Tensor, token_id: int, k: int = 10,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from model import masks
+from model import masks, names
 from model.config import ModelConfig
 from model.layers import DecoderCache, DecoderLayer, Embeddings, EncoderLayer, PositionalEncoding
 from model.trace import Trace
@@ -27,7 +27,7 @@ class Encoder(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, trace: Trace | None, knockout: frozenset[str]) -> Tensor:
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask, trace, f"encoder.{i}", knockout)
+            x = layer(x, mask, trace, names.layer("encoder", i), knockout)
         return self.norm(x) if self.norm is not None else x
 
 
@@ -41,7 +41,7 @@ class Decoder(nn.Module):
                 trace: Trace | None, cache: DecoderCache | None, knockout: frozenset[str]) -> Tensor:
         for i, layer in enumerate(self.layers):
             layer_cache = (cache.self_attn[i], cache.cross_attn[i]) if cache is not None else None
-            x = layer(x, memory, self_mask, cross_mask, trace, f"decoder.{i}", layer_cache, knockout)
+            x = layer(x, memory, self_mask, cross_mask, trace, names.layer("decoder", i), layer_cache, knockout)
         return self.norm(x) if self.norm is not None else x
 
 
@@ -85,9 +85,9 @@ class Transformer(nn.Module):
             pe = torch.zeros_like(pe)                                        # switched off: nothing added
         x = tokens + pe
         if trace is not None:
-            trace.record(f"{side}.embedding", tokens)
-            trace.record(f"{side}.positional", pe)
-            trace.record(f"{side}.input", x)
+            trace.record(names.side(side, "embedding"), tokens)
+            trace.record(names.side(side, "positional"), pe)
+            trace.record(names.side(side, "input"), x)
         return self.dropout(x)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None, trace: Trace | None = None,
@@ -101,7 +101,7 @@ class Transformer(nn.Module):
         src_mask = self.src_mask(src) if src_mask is None else src_mask
         if trace is not None:
             b, s = src.shape
-            trace.record("masks.encoder_self", masks.expand(src_mask, b, s, s))
+            trace.record(names.mask("encoder_self"), masks.expand(src_mask, b, s, s))
         return self.encoder(self._embed(self.src_embed, src, 0, trace, "source"), src_mask, trace, knockout)
 
     def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
@@ -116,8 +116,8 @@ class Transformer(nn.Module):
             b, t = tgt.shape
             keys = offset + t
             full = self_mask if self_mask is not None else torch.ones(1, 1, t, keys, dtype=torch.bool)
-            trace.record("masks.decoder_self", masks.expand(full, b, t, keys))
-            trace.record("masks.cross", masks.expand(src_mask, b, t, memory.size(1)))
+            trace.record(names.mask("decoder_self"), masks.expand(full, b, t, keys))
+            trace.record(names.mask("cross"), masks.expand(src_mask, b, t, memory.size(1)))
         x = self._embed(self.tgt_embed, tgt, offset, trace, "target")
         return self.decoder(x, memory, self_mask, src_mask, trace, cache, knockout)
 
@@ -137,7 +137,7 @@ class Transformer(nn.Module):
         """The final linear layer: decoder output (..., D) -> logits (..., V)."""
         logits = self.generator(hidden)
         if trace is not None and trace.record_stream:
-            trace.record("output.logits", logits)
+            trace.record(names.LOGITS, logits)
         return logits
 
     def forward(self, src: Tensor, tgt: Tensor, trace: Trace | None = None,
