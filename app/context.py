@@ -89,9 +89,14 @@ class Context:
         """What every figure of this sentence's decoding depends on (the display is applied apart)."""
         return self.path, self.explanation.text, self.settings.opts
 
-    def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure]) -> go.Figure:
+    def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure], cache: bool = True) -> go.Figure:
         """The figure `name` of this sentence, drawn from `key` too, on the sidebar's display:
-        built once per process and shared by every session that asks for the same."""
+        built once per process and shared by every session that asks for the same. `cache=False`
+        for a figure that one click draws and that costs about a millisecond (one head's heatmap):
+        drawn fresh, the display applied the same way (measured: caching each of those made a
+        class's first pages slower, BENCHMARKS.md session 11)."""
+        if not cache:
+            return self.settings.display.apply(build())
         return resources.get_figure(name, (self.figure_key, key), self.settings.display, build)
 
     @property

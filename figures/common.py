@@ -83,5 +83,7 @@ def hover(row_name: str, col_name: str) -> str:
 
 
 def customdata(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
+    """(Tq, Tk, 2) hover labels "i: token". A string array, not Python objects: a cached figure
+    then holds ~200 objects for the garbage collector to walk instead of ~2,000 (same JSON)."""
     r, c = labels(rows), labels(cols)
-    return np.array([[[f"{i}: {r[i]}", f"{j}: {c[j]}"] for j in range(len(c))] for i in range(len(r))], dtype=object)
+    return np.array([[[f"{i}: {r[i]}", f"{j}: {c[j]}"] for j in range(len(c))] for i in range(len(r))], dtype=str)

@@ -48,7 +48,7 @@ def _one_head(ctx: Context, where, matrix: np.ndarray, rows: list[str], cols: li
     layer, head = layer_head
     fig = ctx.figure("single", (kind.name, layer, head, picked), lambda: figures.attention_heatmap(
         matrix, rows, cols, title=f"layer {layer}, head {head}", row_title=f"{kind.query_side} (query)",
-        col_title=f"{kind.key_side} (key)", highlight_row=picked))
+        col_title=f"{kind.key_side} (key)", highlight_row=picked), cache=False)
     chart(where, fig, key="single", settings=ctx.settings)
     csv_button(where, matrix, rows, cols, f"{kind.name}-layer{layer}-head{head}")
 
