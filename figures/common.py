@@ -23,6 +23,7 @@ DIVERGING = "RdBu"
 MARGIN = dict(l=10, r=10, t=50, b=10)  # every figure: room for its title, tight elsewhere
 STATUS_COLORS = {"kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#b0b0b0", "live": "#1f77b4", "chosen": "#d62728"}
 SEQUENTIAL = "sequential"   # marks what the display's sequential colour scale colours
+FOLLOWS_FONT = "follows-font"   # an annotation's name: its size moves with the display's font size
 BASE_FONT = 12
 
 
@@ -42,13 +43,14 @@ class Display:
         return self.font_size > 14
 
     def apply(self, fig: go.Figure) -> go.Figure:
-        """Set the font size (explicit sizes drawn at the base move by as much) and the sequential
-        colour scale of the marked traces. Changes `fig` (a fresh one: call it before caching)."""
+        """Set the font size (annotations named FOLLOWS_FONT, drawn at sizes near the base, move by
+        as much; others keep theirs) and the sequential colour scale of the marked traces. Changes
+        `fig` (a fresh one: call it before caching)."""
         fig.layout.font.size = self.font_size
         delta = self.font_size - BASE_FONT
         if delta:
             for note in fig.layout.annotations:
-                if note.font.size is not None:
+                if note.name == FOLLOWS_FONT and note.font.size is not None:
                     note.font.size += delta
         for trace in fig.data:
             if trace.meta == SEQUENTIAL:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from figures.common import FOLLOWS_FONT
 from model import names
 from model.config import ModelConfig
 from model.trace import Trace
@@ -115,12 +116,13 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                            line=dict(color="#d62728" if chosen else "#555", width=3 if chosen else 1)))
         text = html.escape(b.label)
         notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text.replace(" (", "<br>(", 1) if large else text,
-                          showarrow=False, xanchor="left", align="left", font=dict(size=11, color="#222")))
+                          showarrow=False, xanchor="left", align="left", font=dict(size=11, color="#222"),
+                          name=FOLLOWS_FONT))
         if b.id in values:
             traces.append(_strip(b, values[b.id], STRIP * 0.7 if large else STRIP))
         elif b.id in texts:
             notes.append(dict(x=X[b.side] + WIDTH / 2 - 0.1, y=b.y, text=texts[b.id], showarrow=False,
-                              xanchor="right", font=dict(size=10, color="#222")))
+                              xanchor="right", font=dict(size=10, color="#222"), name=FOLLOWS_FONT))
     for side, top, n in (("encoder", 7.4, cfg.n_encoder_layers), ("decoder", 9.6, cfg.n_decoder_layers)):
         shape, label = _stack_bracket(side, 3.0, top, n)
         shapes.append(shape)

@@ -66,3 +66,29 @@ def test_the_single_heatmap_names_every_token_and_marks_the_row():
     assert lay["title"]["text"] == "T"
     with pytest.raises(ValueError, match="does not match"):
         figures.attention_heatmap(m, list("ab"), list("wxyz"))
+
+
+def test_the_display_is_applied_in_one_place():
+    """Display.apply sets the font, recolours only what is marked sequential, moves only the
+    annotations that follow the font, and leaves an explicit colour scale alone."""
+    from figures.common import CONTRAST_COLORSCALE, Display
+    toks = ["a", "b", "c"]
+    weights = figures.attention_heatmap(np.eye(3), toks, toks)                    # follows the display
+    scores = figures.scores_heatmap(np.eye(3), toks, toks, "scores")             # Viridis, its own
+    grid = figures.attention_grid(np.ones((2, 2, 3, 3)) / 3, toks, toks)         # a shared colour axis
+    projector = Display.for_projector(True)
+    for fig in (weights, scores, grid):
+        projector.apply(fig)
+        assert fig.layout.font.size == 18
+    viridis = weights.data[0].colorscale
+    assert viridis == scores.data[0].colorscale == grid.layout.coloraxis.colorscale
+    assert viridis != figures.attention_heatmap(np.eye(3), toks, toks).data[0].colorscale   # it did change
+    assert CONTRAST_COLORSCALE == "Viridis"
+    assert [a.font.size for a in grid.layout.annotations] == [16] * 4            # grid titles keep their size
+    from figures import diagram
+    from model.config import preset
+    cfg = preset("tiny", src_vocab_size=40, tgt_vocab_size=40)
+    plain = Display().apply(diagram.model_diagram(cfg, {}, {}))
+    large = projector.apply(diagram.model_diagram(cfg, {}, {}, large=True))
+    sizes = lambda f: [a.font.size for a in f.layout.annotations if a.name == diagram.FOLLOWS_FONT]  # noqa: E731
+    assert sizes(plain) and [s + 6 for s in sizes(plain)] == sizes(large)
