@@ -9,6 +9,7 @@ line and a warning on stderr.
 from __future__ import annotations
 
 import argparse
+import gzip
 import sys
 
 from tqdm import tqdm
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     add_ensemble_arg(p)
-    p.add_argument("--input", help="file with one sentence per line (default: standard input)")
+    p.add_argument("--input", help="file with one sentence per line, or gzipped (.gz) (default: standard input)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together (default 32)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_decode_args(p)
@@ -32,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ckpt = load_or_exit(args)
     opts = decode_options(args, ckpt)
     try:
-        text = open(args.input, encoding="utf-8").read() if args.input else sys.stdin.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input(args.input) if args.input else sys.stdin.read()
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
         fail(f"{args.input}: cannot be read ({exc})")
 
     lines = input_lines(text)
@@ -46,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         outputs = translate(ckpt, lines, opts, args.batch_size, on_error=warn, on_progress=bar.update)
     sys.stdout.write("".join(o + "\n" for o in outputs))
     return 0
+
+
+def read_input(path: str) -> str:
+    """A text file, or a gzipped one (name ending in .gz, as Multi30K and Tatoeba ship)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read()
 
 
 def input_lines(text: str) -> list[str]:

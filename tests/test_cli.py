@@ -39,6 +39,16 @@ def test_translate_keeps_one_line_per_line(ckpt_dir):
     assert "limit is 255" in done.stderr
 
 
+def test_translate_reads_a_gzipped_input_file(ckpt_dir, tmp_path):
+    import gzip
+    lines = ["the dog runs", "a red ball"]
+    (tmp_path / "in.txt.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    zipped = run("model.translate", "--checkpoint", str(ckpt_dir), "--input", str(tmp_path / "in.txt.gz"))
+    plain = run("model.translate", "--checkpoint", str(ckpt_dir), stdin="\n".join(lines) + "\n")
+    assert zipped.returncode == 0, zipped.stderr
+    assert zipped.stdout == plain.stdout and len(zipped.stdout.split("\n")) == 3
+
+
 def test_translate_batched_equals_one_by_one(ckpt_dir):
     lines = ["the dog runs", "a man in the street plays with a big ball", "the cat"]
     together = run("model.translate", "--checkpoint", str(ckpt_dir), "--batch-size", "3",
