@@ -43,7 +43,7 @@ def config() -> ServingConfig:
     return _config(tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TRANSFORMER_"))))
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache          # not st.cache_resource: this runs on every rerun, and needs no Streamlit hashing
 def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
     return ServingConfig.from_env(dict(env))
 

@@ -12,6 +12,7 @@ from the model and clamp the value. Decoding choices and defaults come from `Dec
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -80,9 +81,11 @@ def setting(name: str, param: str | None, default: Any, parse: Callable[[str], A
     return spec
 
 
+@functools.cache
 def linked() -> dict[str, Setting]:
-    """Every registered setting that a link carries, by link parameter. The step of the
-    step-through page is in links too, but its owner is the cursor (app/links.py)."""
+    """Every registered setting that a link carries, by link parameter (made once: the registry
+    is complete when the pages are imported). The step of the step-through page is in links too,
+    but its owner is the cursor (app/links.py)."""
     import app.pages  # noqa: F401 - every page has declared its settings once the registry of pages is loaded
     return {s.param: s for s in REGISTRY.values() if s.param}
 
