@@ -8,7 +8,7 @@ import sys
 import torch
 
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from model.data import DataError, read_parallel
+from model.data import DataError, group_references, read_parallel
 from model.decoding import BEAM_SIZES, LENGTH_PENALTIES, METHODS, DecodeOptions
 from model.ensemble import Ensemble
 
@@ -41,6 +41,21 @@ def read_split(args: argparse.Namespace, ckpt: Checkpoint) -> tuple[list[str], l
     except DataError as exc:
         fail(str(exc))
     return sources[: args.limit], refs[: args.limit]
+
+
+def add_references_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--references", choices=("all", "line"), default="all",
+                   help="all: lines that share a source are one sentence, translated once and scored against "
+                        "all their targets (Tatoeba has several translations per sentence); line: every line "
+                        "on its own, against its own target (default all; the same when no source repeats)")
+
+
+def read_split_references(args: argparse.Namespace, ckpt: Checkpoint) -> tuple[list[str], list[list[str]]]:
+    """read_split, grouped by source when --references all (--limit counts lines before grouping)."""
+    sources, refs = read_split(args, ckpt)
+    if args.references == "all":
+        return group_references(sources, refs)
+    return sources, [[r] for r in refs]
 
 
 def add_decode_args(p: argparse.ArgumentParser, default_method: str = "beam") -> None:

@@ -43,6 +43,20 @@ def read_parallel(data_dir: str | Path, split: str, src: str, tgt: str) -> tuple
     return src_lines, tgt_lines
 
 
+def group_references(sources: list[str], targets: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Each distinct source once (in first-seen order) with every target it has in the split.
+
+    Tatoeba lists one English sentence with several German translations, one pair per line:
+    grouped, a test translates each sentence once and scores it against all of them.
+    """
+    groups: dict[str, list[str]] = {}
+    for s, t in zip(sources, targets):
+        refs = groups.setdefault(s, [])
+        if t not in refs:
+            refs.append(t)
+    return list(groups), list(groups.values())
+
+
 @dataclass
 class Example:
     src: list[int]  # source ids followed by eos

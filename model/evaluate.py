@@ -2,6 +2,10 @@
 
   python -m model.evaluate --checkpoint checkpoints/multi30k-en-de \\
       --data ../shared/data/multi30k --split test_2016_flickr --beam-size 4
+  python -m model.evaluate --checkpoint checkpoints/multi30k-en-de \\
+      --data ../shared/data/tatoeba-en-de --split test        # all references of each sentence
+
+Prints cased BLEU (the score), lowercased BLEU, chrF and sentences per second for each search.
 """
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from model.card import EVAL_RESULTS, write_card
-from model.cli import add_checkpoint_arg, add_ensemble_arg, add_split_args, fail, load_or_exit, read_split
+from model.cli import (add_checkpoint_arg, add_ensemble_arg, add_references_arg, add_split_args, fail, load_or_exit,
+                       read_split_references)
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
@@ -26,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     add_checkpoint_arg(p)
     add_ensemble_arg(p)
     add_split_args(p, "test_2016_flickr")
+    add_references_arg(p)
     p.add_argument("--beam-size", type=int, default=4, help="beam width scored besides greedy (default 4)")
     p.add_argument("--alpha", type=float,
                    help="GNMT length penalty for beam (default: the checkpoint's, chosen on val by model.tune)")
@@ -35,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ckpt = load_or_exit(args)
     src_lang, tgt_lang = ckpt.src_lang, ckpt.tgt_lang
-    sources, refs = read_split(args, ckpt)
+    sources, refs = read_split_references(args, ckpt)
+    n_refs = sum(len(r) for r in refs)
+    print(f"{args.split}: {len(sources)} sentences, {n_refs} references", file=sys.stderr)
     runs = {"greedy": DecodeOptions("greedy")}
     if args.beam_size > 1:
         alpha = ckpt.beam_alpha if args.alpha is None else args.alpha
@@ -48,13 +56,17 @@ def main(argv: list[str] | None = None) -> int:
         start = time.time()
         with tqdm(total=len(sources), file=sys.stderr, desc=name, unit="sent") as bar:
             hyps = translate(ckpt, sources, opts, batch_size=64, on_progress=bar.update)
-        scores = corpus_scores(hyps, refs)
-        table[name] = {"bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2),
+        seconds = time.time() - start
+        scores = corpus_scores(hyps, refs, lowercase_too=True)
+        table[name] = {"bleu": round(scores.bleu, 2), "bleu_lowercase": round(scores.bleu_lowercase, 2),
+                       "chrf": round(scores.chrf, 2),
                        **({"alpha": opts.alpha} if opts.method == "beam" else {}),
                        "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
-                       "seconds": round(time.time() - start, 1)}
-        print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}")
-    report = {"checkpoint": ckpt.name, "split": args.split, "results": table,
+                       "seconds": round(seconds, 1), "sentences_per_second": round(len(sources) / seconds, 1)}
+        print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}  "
+              f"{len(sources) / seconds:.1f} sentences/s")
+    report = {"checkpoint": ckpt.name, "split": args.split, "references": args.references,
+              "sentences": len(sources), "reference_count": n_refs, "results": table,
               "command": "python -m model.evaluate " + " ".join(argv if argv is not None else sys.argv[1:])}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

@@ -111,6 +111,24 @@ def test_trace_refuses_bad_input_with_one_line(ckpt_dir, tmp_path, args, needle)
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("references, sentences, count", [("all", 3, 4), ("line", 5, 5)])
+def test_evaluate_scores_each_sentence_once_against_all_its_references(ckpt_dir, tmp_path, references,
+                                                                       sentences, count):
+    en = ["the dog runs", "a red ball", "the dog runs", "the cat", "the dog runs"]
+    de = ["der Hund rennt", "ein roter Ball", "der Hund läuft", "die Katze", "der Hund rennt"]
+    (tmp_path / "test.en").write_text("\n".join(en) + "\n")
+    (tmp_path / "test.de").write_text("\n".join(de) + "\n")
+    out = tmp_path / "scores.json"
+    done = run("model.evaluate", "--checkpoint", str(ckpt_dir), "--data", str(tmp_path), "--split", "test",
+               "--beam-size", "2", "--references", references, "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert (report["sentences"], report["reference_count"]) == (sentences, count)
+    for row in report["results"].values():
+        assert 0 <= row["bleu"] <= row["bleu_lowercase"] <= 100 and row["sentences_per_second"] > 0
+    assert f"{sentences} sentences, {count} references" in done.stderr
+
+
 @pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.tune", "model.convert",
                                     "train"])
 def test_help_explains(module):

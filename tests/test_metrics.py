@@ -1,0 +1,54 @@
+"""Scoring: several references per sentence (Tatoeba), lowercased BLEU, grouping a split by source."""
+from __future__ import annotations
+
+import pytest
+import sacrebleu
+
+from model.data import group_references
+from model.metrics import corpus_scores, reference_streams
+
+HYPS = ["the cat sits on the mat .", "a dog runs in the park .", "I love pizza ."]
+REFS = [["the cat is on the mat .", "the cat sits on the mat ."],
+        ["a dog is running in the park ."],
+        ["I like pizza .", "I love pizza !", "pizza is what I love ."]]
+
+
+def test_a_hypothesis_matching_any_reference_scores_as_matching_it():
+    first_only = corpus_scores(HYPS[:1], [REFS[0][0]])
+    all_refs = corpus_scores(HYPS[:1], [REFS[0]])
+    assert all_refs.bleu == pytest.approx(100.0) and first_only.bleu < 60
+
+
+def test_filling_missing_references_changes_no_score():
+    ours = corpus_scores(HYPS, REFS)
+    # fill the missing slots with each sentence's *last* reference instead of its first
+    width = max(len(r) for r in REFS)
+    other = [list(s) for s in zip(*[r + [r[-1]] * (width - len(r)) for r in REFS])]
+    assert ours.bleu == pytest.approx(sacrebleu.corpus_bleu(HYPS, other).score)
+    assert ours.chrf == pytest.approx(sacrebleu.corpus_chrf(HYPS, other).score)
+    assert "nrefs:var" not in ours.bleu_signature
+
+
+def test_one_reference_per_line_is_the_old_behaviour():
+    refs = [r[0] for r in REFS]
+    assert corpus_scores(HYPS, refs).bleu == pytest.approx(sacrebleu.corpus_bleu(HYPS, [refs]).score)
+    assert reference_streams(refs) == [refs]
+
+
+def test_lowercased_bleu_ignores_case_only_when_asked():
+    s = corpus_scores(["The Dog Runs ."], ["the dog runs ."], lowercase_too=True)
+    assert s.bleu < 50 and s.bleu_lowercase == pytest.approx(100.0)
+    assert corpus_scores(["a"], ["a"]).bleu_lowercase is None
+
+
+@pytest.mark.parametrize("refs", [[[]], [["x"], []]])
+def test_a_sentence_without_reference_is_refused(refs):
+    with pytest.raises(ValueError, match="no reference"):
+        corpus_scores(["a"] * len(refs), refs)
+
+
+def test_grouping_keeps_first_seen_order_and_every_distinct_target():
+    sources = ["Hi.", "Run!", "Hi.", "Hi.", "Wait."]
+    targets = ["Hallo!", "Lauf!", "Grüß Gott!", "Hallo!", "Warte!"]
+    assert group_references(sources, targets) == (
+        ["Hi.", "Run!", "Wait."], [["Hallo!", "Grüß Gott!"], ["Lauf!"], ["Warte!"]])
