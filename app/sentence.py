@@ -93,11 +93,29 @@ def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation 
         st.info(f"Nothing to show yet: {exc}.")
         return None
     st.container(key="translation").markdown(f"### {ex.output or '(empty output)'}")
+    confidence_note(ckpt, ex)
     unknown = ex.source_ids.count(ckpt.config.unk_id)
     if unknown:
         st.caption(f"{unknown} piece(s) of the input are outside the vocabulary and shown as <unk>.")
     export_ui(ckpt, ex, settings)
     return ex
+
+
+def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
+    """Whether to trust the translation: calibrated on val (model/calibrate.py), with its reasons."""
+    conf = ex.confidence(ckpt)
+    reasons = conf.reasons(ckpt.tgt_tokenizer.pieces(ex.result.tokens) + ["</s>"])
+    box = st.container(key="confidence")
+    why = f" Why: {'; '.join(reasons)}." if reasons else ""
+    if conf.p_wrong is None:
+        box.caption(f"Mean token probability {conf.mean_prob:.2f}. This model has no calibrated confidence "
+                    f"(`python -m model.calibrate` fits one).{why}")
+    elif conf.flagged:
+        box.warning(f"**Check this translation.** The model is unsure: by its own probabilities, translations "
+                    f"like this one are wrong {conf.p_wrong:.0%} of the time.{why}", icon=":material/help:")
+    else:
+        box.caption(f"Confident: translations this sure are wrong about {conf.p_wrong:.0%} of the time "
+                    f"(mean token probability {conf.mean_prob:.2f}).{why}")
 
 
 def export_ui(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:

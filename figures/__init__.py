@@ -16,7 +16,7 @@ from figures.attention import (
     scores_heatmap,
 )
 from figures.common import COLORSCALE, CONTRAST_COLORSCALE, MARGIN, Display, label, labels
-from figures.decoding import beam_tree, distribution, top_k_bar
+from figures.decoding import beam_tree, distribution, token_confidence, top_k_bar
 from figures.knockout import knockout_grid, probability_change
 from figures.positional import embedding_decomposition, pe_curves, pe_heatmap, pe_similarity
 from figures.training import lab_curves, training_curves
@@ -26,6 +26,6 @@ __all__ = [
     "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heatmap", "beam_tree",
     "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",
     "mask_heatmap", "pe_curves", "pe_heatmap", "pe_similarity", "probability_change", "row_across_heads",
-    "score_pipeline", "scores_heatmap", "token_bars", "top_k_bar", "training_curves", "unit_bars", "update_sizes",
-    "vector_heatmap",
+    "score_pipeline", "scores_heatmap", "token_bars", "token_confidence", "top_k_bar", "training_curves",
+    "unit_bars", "update_sizes", "vector_heatmap",
 ]

@@ -92,3 +92,22 @@ def distribution(tokens: Sequence[str], probs: Sequence[float], kept: Sequence[b
                       yaxis_range=[0, 1], xaxis=axis(tokens))
     fig.update_xaxes(tickangle=-60)
     return fig
+
+
+def token_confidence(tokens: Sequence[str], probs: Sequence[float], low: float, current: int | None = None,
+                     title: str = "") -> go.Figure:
+    """How sure the model was of each output token (EOS last): bars under `low` are unsure,
+    drawn hatched and in another colour, and named in the text (never colour alone); the
+    token of the current step outlined."""
+    unsure = [p < low for p in probs]
+    fig = go.Figure(go.Bar(
+        x=list(range(len(tokens))), y=list(probs),
+        marker=dict(color=[STATUS_COLORS["chosen"] if u else STATUS_COLORS["kept"] for u in unsure],
+                    pattern=dict(shape=["/" if u else "" for u in unsure]),
+                    line=dict(width=[3 if i == current else 0 for i in range(len(tokens))], color="black")),
+        text=[f"{p:.2f}{' unsure' if u else ''}" for p, u in zip(probs, unsure)], textposition="outside",
+        customdata=labels(tokens), hovertemplate="%{customdata}: P = %{y:.3f}<extra></extra>"))
+    fig.add_hline(y=low, line_dash="dot", annotation_text=f"unsure below {low:g}", annotation_position="top left")
+    fig.update_layout(title=title, height=300, margin=MARGIN, yaxis=dict(range=[0, 1.18], title="probability"),
+                      xaxis=axis(tokens))
+    return fig

@@ -16,6 +16,7 @@ import torch
 import figures
 from model import names
 from model.checkpoint import Checkpoint
+from model.confidence import LOW_TOKEN_PROB
 from model.decoding import output_log_probs
 from model.pipeline import Explanation, token_probabilities
 from model.stream import SUBLAYERS, update_ratios
@@ -133,6 +134,15 @@ def _cost(d: LessonData) -> go.Figure:
     return fig
 
 
+def _confidence(d: LessonData) -> go.Figure:
+    tokens = d.ckpt.tgt_tokenizer.pieces(d.ex.result.tokens) + ["</s>"]
+    conf = d.ex.confidence(d.ckpt)
+    unseen = f"; never read in training: {', '.join(conf.unseen)}" if conf.unseen else ""
+    verdict = "not calibrated" if conf.p_wrong is None else f"P(wrong) ≈ {conf.p_wrong:.0%}"
+    return figures.token_confidence(tokens, d.ex.output_probs, LOW_TOKEN_PROB,
+                                    title=f"each output token's probability ({verdict}{unseen})")
+
+
 @dataclass(frozen=True)
 class Step:
     title: str
@@ -200,4 +210,13 @@ STEPS: tuple[Step, ...] = (
     Step("14. Why attention costs O(n²)", "Every query scores every key: a sentence of n tokens needs n² scores per "
          "head and layer. Doubling the sentence quadruples them; this is what limits how long an input can be.",
          r"\text{cost} = O(n^2 \cdot d)", _cost, "Type a sentence twice as long and compare the numbers."),
+    Step("15. A model knows what it was trained on", "The model only ever read its training sentences. Where "
+         "a sentence looks like them it is sure of each token; on words it never read it guesses, and its "
+         "probabilities drop. The app turns the mean and the lowest token probability, and the share of words "
+         "the model never read, into the chance that the translation is wrong (fitted on held-out sentences) "
+         "and warns above a threshold.",
+         r"\bar{\ell} = \tfrac{1}{T}\sum_t \log P(\hat{y}_t \mid \hat{y}_{<t}, x),\quad "
+         r"P(\text{wrong}) = \sigma(w \cdot [\bar{\ell},\ \min_t \log P,\ \text{unseen share}] + b)",
+         _confidence, "Type a sentence about something no caption shows (a word like 'photosynthesis') and "
+         "watch the probabilities fall and the warning appear."),
 )

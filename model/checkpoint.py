@@ -5,6 +5,8 @@
     spm.model            sentencepiece model (joint vocabulary), or spm.src.model + spm.tgt.model
     vocab.json           (optional) piece -> id, shared by both sentencepiece models (imported Marian models)
     config.json "decoding"  (optional) {"alpha": ...}: the beam length penalty chosen on val (model/tune.py)
+    config.json "confidence"  (optional) when to distrust a translation, fitted on val (model/calibrate.py)
+    familiar_words.txt   (optional) the words of the training sources (model/confidence.py)
     training_log.jsonl   one JSON line per epoch (written by train.py)
     README.md            model card
     attention_snapshots.json  (optional) attention of a few fixed sentences per epoch
@@ -27,6 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
+from model.confidence import Calibration, read_familiar_words
 from model.config import ModelConfig
 from model.decoding import DecodeOptions
 from model.tokenizer import Tokenizer
@@ -67,6 +70,14 @@ class Checkpoint:
     def tgt_lang(self) -> str:
         return self.meta.get("tgt_lang", "tgt")
 
+    familiar_words: frozenset[str] | None = None   # familiar_words.txt, read once at load
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """When to flag a translation (config.json "confidence", from `python -m model.calibrate`)."""
+        entry = self.meta.get("confidence")
+        return Calibration.from_dict(entry) if entry else None
+
     @property
     def beam_alpha(self) -> float:
         """The beam's GNMT length-penalty exponent this checkpoint was tuned for
@@ -77,8 +88,13 @@ class Checkpoint:
 def write_decoding(directory: str | Path, decoding: dict[str, Any]) -> Path:
     """Store decoding defaults (e.g. {"alpha": 1.5, "chosen_on": "val", ...}) in a
     checkpoint's config.json, written atomically."""
+    return write_config_entry(directory, "decoding", decoding)
+
+
+def write_config_entry(directory: str | Path, key: str, value: Any) -> Path:
+    """Set one top-level entry of a checkpoint's config.json, written atomically."""
     config = read_config(directory)
-    config["decoding"] = decoding
+    config[key] = value
     path = Path(directory) / CONFIG
     tmp = path.with_name(f".{CONFIG}.{os.getpid()}")
     tmp.write_text(json.dumps(config, indent=2) + "\n")
@@ -179,7 +195,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -
         raise CheckpointError(f"{weights}: missing")
     model = load_weights(weights, cfg).to(device)
     meta = {k: v for k, v in config.items() if k not in ("model", "tokenizer")}
-    return Checkpoint(model, src_tok, tgt_tok, directory, meta)
+    return Checkpoint(model, src_tok, tgt_tok, directory, meta, read_familiar_words(directory))
 
 
 def _load_vocab(path: Path) -> dict[str, int]:

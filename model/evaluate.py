@@ -18,8 +18,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 from model.card import EVAL_RESULTS, write_card
-from model.cli import (add_checkpoint_arg, add_ensemble_arg, add_references_arg, add_split_args, fail, load_or_exit,
-                       read_split_references)
+from model.cli import (
+    add_checkpoint_arg,
+    add_ensemble_arg,
+    add_references_arg,
+    add_split_args,
+    fail,
+    load_or_exit,
+    read_split_references,
+)
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from model.checkpoint import Checkpoint
+from model.confidence import Confidence, assess
 from model.data import Example, collate
 from model.decoding import DecodeOptions, DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
 from model.kinds import kind
@@ -79,6 +80,11 @@ class Explanation:
     result: DecodeResult           # hypotheses and per-step records
     trace: Trace                   # teacher-forced pass over target_ids, tokens filled in
     forced: ForcedResult | None    # with a reference: its tokens' probabilities and ranks
+    output_probs: list[float]      # the probability of each output token, EOS last
+
+    def confidence(self, ckpt: Checkpoint) -> Confidence:
+        """How far to trust this translation (model/confidence.py)."""
+        return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words)
 
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
@@ -117,8 +123,9 @@ def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeR
     target_ids = [cfg.bos_id] + forced_ids
     trace.source_tokens = [ckpt.src_tokenizer.pieces(ids)]
     trace.target_tokens = [ckpt.tgt_tokenizer.pieces(target_ids)]
+    own = forced if reference is None else forced_decode(model, src, result.tokens, knockout=knockout)
     return Explanation(text, ckpt.tgt_tokenizer.decode(result.tokens), ids, target_ids, result, trace,
-                       forced if reference is not None else None)
+                       forced if reference is not None else None, own.probs)
 
 
 def explanation_json(ex: Explanation, ckpt: Checkpoint, opts: DecodeOptions) -> dict[str, Any]:

@@ -92,3 +92,15 @@ def test_the_display_is_applied_in_one_place():
     large = projector.apply(diagram.model_diagram(cfg, {}, {}, large=True))
     sizes = lambda f: [a.font.size for a in f.layout.annotations if a.name == diagram.FOLLOWS_FONT]  # noqa: E731
     assert sizes(plain) and [s + 6 for s in sizes(plain)] == sizes(large)
+
+
+def test_unsure_tokens_are_told_apart_by_pattern_and_text_not_colour_alone():
+    fig = figures.token_confidence(["▁Ich", "▁liebe", "▁Piz", "za", "</s>"], [0.9, 0.2, 0.05, 0.99, 0.97], 0.25,
+                                   current=2)
+    bar = fig.data[0]
+    unsure = [i for i, t in enumerate(bar.text) if t.endswith("unsure")]
+    assert unsure == [1, 2]
+    assert [bool(s) for s in bar.marker.pattern.shape] == [False, True, True, False, False]
+    assert len({bar.marker.color[i] for i in unsure}) == 1 and bar.marker.color[0] != bar.marker.color[1]
+    assert list(bar.marker.line.width).index(3) == 2 and list(bar.marker.line.width).count(3) == 1
+    assert list(fig.layout.xaxis.ticktext) == ["▁Ich", "▁liebe", "▁Piz", "za", "&lt;/s&gt;"]

@@ -147,6 +147,22 @@ def test_the_cost_step_counts_this_sentences_scores():
     tok = Tokenizer.train(sentences(200), vocab_size=40)
     ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)
     data = LessonData(ckpt, explain(ckpt, "the dog runs in the park", recording=Recording(scores=True, stream=True)))
-    bars = json.loads(STEPS[-1].figure(data).to_json())["data"][0]
+    cost = next(step for step in STEPS if "O(n²)" in step.title)
+    bars = json.loads(cost.figure(data).to_json())["data"][0]
     s, t = len(data.src), len(data.tgt)
     assert bars["y"] == [s * s, t * t, t * s]
+
+
+def test_the_confidence_step_shows_the_probability_of_every_output_token():
+    from figures.lesson import STEPS, LessonData
+    from model.checkpoint import Checkpoint
+    from model.pipeline import explain
+    from model.tokenizer import Tokenizer
+    from tests.support import sentences
+    tok = Tokenizer.train(sentences(200), vocab_size=40)
+    ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)
+    ex = explain(ckpt, "the dog runs in the park")
+    step = next(step for step in STEPS if "trained on" in step.title)
+    bars = json.loads(step.figure(LessonData(ckpt, ex)).to_json())["data"][0]
+    assert bars["y"] == pytest.approx(ex.output_probs) and len(bars["x"]) == len(ex.result.tokens) + 1
+    assert "not calibrated" in step.figure(LessonData(ckpt, ex)).layout.title.text

@@ -12,6 +12,7 @@ from app.context import Context
 from app.settings import setting, toggle
 from app.state import StepCursor
 from app.ui import chart
+from model.confidence import LOW_TOKEN_PROB
 from model.decoding import StepRecord
 from model.readings import first_divergence, tree_until
 
@@ -73,6 +74,7 @@ def stepping(ctx: Context) -> None:
     if settings.opts.method == "beam":
         _beam_tree(ctx, steps, t, chosen)
     _next_token(ctx, record, chosen)
+    _token_confidence(ctx, t)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
     links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
@@ -123,6 +125,18 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
         with st.expander("Decoder self-attention of the new position"):
             own = ctx.figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1]))
             chart(st, own, key="self_row", settings=settings)
+
+
+def _token_confidence(ctx: Context, t: int) -> None:
+    """How sure the model was of each token of the finished translation; this step's outlined."""
+    ex = ctx.explanation
+    tokens = ctx.checkpoint.tgt_tokenizer.pieces(ex.result.tokens) + ["</s>"]
+    fig = ctx.figure("token_confidence", t, lambda: figures.token_confidence(
+        tokens, ex.output_probs, LOW_TOKEN_PROB, current=t if t < len(tokens) else None,
+        title="how sure the model was of each token of the translation (this step's outlined)"))
+    chart(st, fig, key="token_confidence", settings=ctx.settings)
+    st.caption(f"Each token's probability given the source and the tokens before it. Below {LOW_TOKEN_PROB:g} "
+               "the model was guessing: check that word first.")
 
 
 def _row(attn, keys: list[str], query: str):

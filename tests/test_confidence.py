@@ -1,0 +1,114 @@
+"""When to distrust a translation: the numbers, the fit, the threshold, and what a checkpoint stores."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from model.calibrate import Judged, best_threshold, fit, report
+from model.calibrate import main as calibrate_main
+from model.checkpoint import load_checkpoint
+from model.confidence import Calibration, assess, familiar_words_text, features, unseen_words, words
+from model.pipeline import explain
+from tests.support import ROOT, make_checkpoint
+
+
+def test_words_are_letters_only_and_lowercased():
+    assert words("Wo ist der Bahnhof? 3 Äpfel, don't!") == ["wo", "ist", "der", "bahnhof", "äpfel", "don", "t"]
+    assert familiar_words_text(["A dog.", "a Cat"]) == "a\ncat\ndog\n"
+
+
+def test_features_read_the_probabilities_and_the_unseen_share():
+    familiar = frozenset({"the", "dog"})
+    mean, low, share = features([0.5, 0.25, 1.0], "The dog eats pizza", familiar)
+    assert mean == pytest.approx((math.log(0.5) + math.log(0.25)) / 3)
+    assert low == pytest.approx(math.log(0.25)) and share == pytest.approx(0.5)
+    assert unseen_words("pizza, the PIZZA and dog", familiar) == ["pizza", "and"]
+    assert features([1.0], "pizza", None)[2] == 0.0 and unseen_words("pizza", None) == []
+
+
+def test_p_wrong_grows_as_the_model_hesitates_and_the_input_gets_stranger():
+    cal = Calibration((-1.0, -1.0, 1.0), 0.0, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), 0.5)
+    assert cal.p_wrong((-0.1, -0.2, 0.0)) < cal.p_wrong((-2.0, -4.0, 0.0)) < cal.p_wrong((-2.0, -4.0, 1.0))
+    assert Calibration.from_dict(json.loads(json.dumps(cal.to_dict()))) == cal
+    with pytest.raises(ValueError, match="features"):
+        Calibration.from_dict({**cal.to_dict(), "features": ["other"]})
+
+
+def test_assess_flags_at_the_threshold_and_names_its_reasons():
+    cal = Calibration((-2.0, 0.0, 3.0), 0.0, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), 0.7)
+    sure = assess([0.99, 0.98, 0.99], "the dog", cal, frozenset({"the", "dog"}))
+    unsure = assess([0.95, 0.2, 0.99], "the pizza", cal, frozenset({"the", "dog"}))
+    assert not sure.flagged and sure.p_wrong < 0.7 and sure.reasons(["▁der", "▁Hund", "</s>"]) == []
+    assert unsure.flagged and unsure.unseen == ("pizza",) and unsure.weakest == (1, 0.2)
+    assert unsure.reasons(["▁die", "▁Pizza", "</s>"]) == ["never read in training: 'pizza'",
+                                                         "unsure at 'Pizza' (p = 0.20)"]
+    assert "hesitant" in assess([0.3, 0.3], "the dog", cal, None).reasons(["▁a", "</s>"])[-1]
+    uncalibrated = assess([0.9, 0.1], "x", None, None)
+    assert uncalibrated.p_wrong is None and not uncalibrated.flagged and not uncalibrated.familiarity_known
+
+
+def test_the_threshold_separates_wrong_from_right_best():
+    p = [0.9, 0.8, 0.7, 0.6, 0.3, 0.2, 0.1]
+    wrong = [True, True, False, True, False, False, False]
+    assert best_threshold(p, wrong) == 0.6                  # all 3 wrong flagged, 1 of 4 right: 1 - 0.25
+    assert best_threshold([0.5, 0.5, 0.1], [True, False, False]) == 0.5   # ties are flagged together
+
+
+def test_fit_learns_that_low_probability_means_wrong():
+    judged = [Judged("a", (-0.1 - 0.01 * i, -0.3, 0.0), False) for i in range(30)]
+    judged += [Judged("b", (-1.5 - 0.01 * i, -3.0, 0.3), True) for i in range(10)]
+    judged += [Judged("b", (-0.12, -0.4, 0.0), True), Judged("a", (-1.4, -2.5, 0.2), False)]
+    cal = fit(judged)
+    assert cal.p_wrong((-2.0, -3.5, 0.4)) > cal.threshold > cal.p_wrong((-0.05, -0.2, 0.0))
+    table = report(judged, cal)
+    assert table["all"]["sentences"] == 42 and table["all"]["wrong"] == 11
+    assert table["b"]["wrong_flagged"] >= 0.9 and table["a"]["right_flagged"] <= 0.05
+
+
+def test_an_untrained_model_has_nothing_to_fit_and_no_calibration(tokenizer, tmp_path):
+    ckpt_dir = tmp_path / "tiny"
+    make_checkpoint(tokenizer, ckpt_dir)
+    data = _data(tmp_path, ["the dog runs", "a red ball"], ["der Hund rennt", "ein roter Ball"])
+    with pytest.raises(SystemExit):
+        calibrate_main(["--checkpoint", str(ckpt_dir), "--val", f"{data}:test"])    # never on a test split
+    with pytest.raises(SystemExit):        # every translation is wrong: nothing to fit, said in one line
+        calibrate_main(["--checkpoint", str(ckpt_dir), "--val", f"{data}:val", "--beam-size", "2"])
+    ckpt = load_checkpoint(ckpt_dir)
+    assert ckpt.calibration is None and ckpt.familiar_words is None
+    ex = explain(ckpt, "the dog runs")
+    assert len(ex.output_probs) == len(ex.result.tokens) + 1 and all(0 < p <= 1 for p in ex.output_probs)
+    assert ex.confidence(ckpt).p_wrong is None
+
+
+def _data(root, en, de):
+    data = root / "data"
+    data.mkdir()
+    for split in ("train", "val", "test"):
+        (data / f"{split}.en").write_text("\n".join(en) + "\n")
+        (data / f"{split}.de").write_text("\n".join(de) + "\n")
+    return data
+
+
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "multi30k-en-de").is_dir(), reason="needs the shipped en-de")
+def test_calibrate_stores_the_fit_that_the_app_then_reads(tmp_path):
+    ckpt_dir = tmp_path / "en-de"
+    shutil.copytree(ROOT / "checkpoints" / "multi30k-en-de", ckpt_dir)
+    # right references for the first sentences, references of other sentences for the last: those are wrong
+    en = ["A dog runs in the grass.", "A man is riding a bike.", "Two children play in the water.",
+          "A woman is singing.", "A boy jumps into the lake.", "Three men are standing on a street."]
+    de = ["Ein Hund rennt im Gras.", "Ein Mann fährt Fahrrad.", "Zwei Kinder spielen im Wasser.",
+          "Eine Frau singt.", "Ich habe keine Zeit für so etwas.", "Wo ist der Bahnhof, bitte?"]
+    data = _data(tmp_path, en, de)
+    out = tmp_path / "fit.json"
+    assert calibrate_main(["--checkpoint", str(ckpt_dir), "--val", f"{data}:val", "--train", f"{data}:train",
+                           "--beam-size", "2", "--json", str(out), "--write"]) == 0
+    fitted = json.loads(out.read_text())
+    assert fitted["val"]["all"] == {**fitted["val"]["all"], "sentences": 6, "wrong": 2}
+    ckpt = load_checkpoint(ckpt_dir)
+    assert ckpt.calibration == Calibration.from_dict(fitted) and "bahnhof" not in ckpt.familiar_words
+    assert {"dog", "grass", "lake"} <= ckpt.familiar_words
+    conf = explain(ckpt, "Where is the dog?").confidence(ckpt)
+    assert conf.p_wrong is not None and conf.unseen == ("where",) and conf.familiarity_known
