@@ -19,6 +19,53 @@ def _read_json(path: Path, default: Any) -> Any:
         return default
 
 
+# The corpora a model of ours may have read: found by name in its --data paths and data notes.
+CORPORA = {
+    "multi30k": "Multi30K task 1 (Elliott et al., 2016): image captions, 29,000 training pairs, `val` (1,014), "
+                "`test_2016_flickr` (1,000).",
+    "tatoeba": "Tatoeba English-German: short everyday sentences, 44,925 training pairs, `val` (1,000 English "
+               "sentences, 1,322 pairs) and `test` (1,000 sentences, 1,344 pairs), several translations per "
+               "sentence. Attribution: Tatoeba contributors (https://tatoeba.org), licensed CC BY 2.0 FR.",
+}
+
+
+def corpora(config: dict[str, Any]) -> list[str]:
+    """The CORPORA a checkpoint was trained on, in every part of its training (Multi30K when nothing says)."""
+    args = config.get("train_args", {})
+    said = " ".join(str(a.get(k, "")) for a in [*(p.get("train_args", {}) for p in training_parts(args)), args]
+                    for k in ("data", "data_note")).lower()
+    found = [name for name in CORPORA if name in said]
+    return found or ["multi30k"]
+
+
+def read_eval_reports(directory: str | Path) -> list[dict[str, Any]]:
+    """eval_results.json: one report per test set (`model.evaluate --write-card`); an older
+    single report is read as a list of one."""
+    data = _read_json(Path(directory) / EVAL_RESULTS, [])
+    return [data] if isinstance(data, dict) else list(data)
+
+
+def add_eval_report(directory: str | Path, report: dict[str, Any]) -> Path:
+    """Store a report in eval_results.json, replacing the one for the same data and split."""
+    kept = [r for r in read_eval_reports(directory) if _report_key(r) != _report_key(report)]
+    path = Path(directory) / EVAL_RESULTS
+    path.write_text(json.dumps([*kept, report], indent=2) + "\n")
+    return path
+
+
+def _report_key(report: dict[str, Any]) -> tuple[str, str]:
+    return Path(str(report.get("data") or "multi30k")).name, str(report.get("split"))
+
+
+def report_title(report: dict[str, Any]) -> str:
+    """A test report's name, e.g. "tatoeba-en-de test (all 1,344 references of 1,000 sentences)"."""
+    data = _report_key(report)[0]
+    refs = (f" (all {report['reference_count']:,} references of {report['sentences']:,} sentences)"
+            if report.get("references") == "all" and report.get("reference_count", 0) > report.get("sentences", 0)
+            else "")
+    return f"{data} `{report.get('split')}`{refs}"
+
+
 def read_training_log(directory: str | Path) -> list[dict]:
     """A checkpoint directory's training_log.jsonl, one record per epoch (empty if it has none)."""
     path = Path(directory) / "training_log.jsonl"
@@ -47,7 +94,7 @@ def render_card(directory: str | Path) -> str:
     config = _read_json(d / "config.json", {})
     cfg = ModelConfig.from_dict(config["model"])
     log = read_training_log(d)
-    evals = _read_json(d / EVAL_RESULTS, {})
+    evals = read_eval_reports(d)
     src, tgt = config.get("src_lang", "?"), config.get("tgt_lang", "?")
     args = config.get("train_args", {})
     lines = [
@@ -57,8 +104,8 @@ def render_card(directory: str | Path) -> str:
         "Load it with `model.checkpoint.load_checkpoint`; the app lists it in its checkpoint picker.",
         "",
         "## Data",
-        f"Multi30K task 1 (Elliott et al., 2016): 29,000 training pairs, model selection on `val` "
-        f"(1,014), test on `test_2016_flickr` (1,000). Tokenizer: sentencepiece BPE, "
+        *(f"- {CORPORA[name]}" for name in corpora(config)),
+        f"- Model selection on the val sets, test on the test sets. Tokenizer: sentencepiece BPE, "
         f"{cfg.src_vocab_size} pieces, {'joint for both languages' if cfg.tie_embeddings else 'one per language'}.",
         "",
         "## Model",
@@ -87,19 +134,25 @@ def render_card(directory: str | Path) -> str:
                   f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
         lines.append("")
     lines += [*_decoding(config.get("decoding")), "## Quality", ""]
-    if evals:
-        lines += [f"sacrebleu on detokenized, cased text, `{evals.get('split')}`:", "",
-                  "| decoding | BLEU | chrF |", "|---|---|---|"]
-        for name, r in evals.get("results", {}).items():
-            lines.append(f"| {decoding_name(name, r)} | {r['bleu']:.2f} | {r['chrf']:.2f} |")
-        first = next(iter(evals.get("results", {}).values()), {})
-        sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
-        lines += ["", f"Signatures: {sigs}.",
-                  "", f"Command: `{evals.get('command', '')}`", ""]
-    else:
+    for report in evals:
+        lines += _quality(report)
+    if not evals:
         lines += ["Not evaluated on the test set yet: run `python -m model.evaluate --checkpoint "
                   f"{d} --write-card`.", ""]
     return "\n".join(lines)
+
+
+def _quality(report: dict[str, Any]) -> list[str]:
+    """One test set's scores: sacrebleu BLEU (cased, and lowercased when measured), chrF, speed."""
+    lines = [f"sacrebleu on detokenized, cased text, {report_title(report)}:", "",
+             "| decoding | BLEU | BLEU (lowercased) | chrF | sentences/s |", "|---|---|---|---|---|"]
+    for name, r in report.get("results", {}).items():
+        lc, speed = r.get("bleu_lowercase"), r.get("sentences_per_second")
+        lines.append(f"| {decoding_name(name, r)} | {r['bleu']:.2f} | {'' if lc is None else f'{lc:.2f}'} | "
+                     f"{r['chrf']:.2f} | {'' if speed is None else speed} |")
+    first = next(iter(report.get("results", {}).values()), {})
+    sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
+    return [*lines, "", f"Signatures: {sigs}.", "", f"Command: `{report.get('command', '')}`", ""]
 
 
 def _cooldown(args: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from model.card import EVAL_RESULTS, write_card
+from model.card import add_eval_report, write_card
 from model.cli import (
     add_checkpoint_arg,
     add_ensemble_arg,
@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="GNMT length penalty for beam (default: the checkpoint's, chosen on val by model.tune)")
     p.add_argument("--json", help="also write the scores to this JSON file")
     p.add_argument("--write-card", action="store_true",
-                   help="store the scores in the checkpoint (eval_results.json) and rewrite its README.md")
+                   help="store the scores in the checkpoint (eval_results.json: one report per data and split, "
+                        "replacing an older one of the same) and rewrite its README.md")
     args = p.parse_args(argv)
     ckpt = load_or_exit(args)
     src_lang, tgt_lang = ckpt.src_lang, ckpt.tgt_lang
@@ -72,13 +73,13 @@ def main(argv: list[str] | None = None) -> int:
                        "seconds": round(seconds, 1), "sentences_per_second": round(len(sources) / seconds, 1)}
         print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}  "
               f"{len(sources) / seconds:.1f} sentences/s")
-    report = {"checkpoint": ckpt.name, "split": args.split, "references": args.references,
+    report = {"checkpoint": ckpt.name, "data": args.data, "split": args.split, "references": args.references,
               "sentences": len(sources), "reference_count": n_refs, "results": table,
               "command": "python -m model.evaluate " + " ".join(argv if argv is not None else sys.argv[1:])}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     if args.write_card:
-        (Path(args.checkpoint) / EVAL_RESULTS).write_text(json.dumps(report, indent=2) + "\n")
+        add_eval_report(args.checkpoint, report)
         print(f"wrote {write_card(args.checkpoint)}", file=sys.stderr)
     return 0
 

@@ -2,11 +2,11 @@
 BLEU numbers reproduce (greedy on test2016, re-scored here) and reach the targets."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from model.card import read_eval_reports
 from model.checkpoint import find_checkpoints, load_checkpoint
 from model.data import read_parallel
 from model.decoding import DecodeOptions
@@ -20,8 +20,12 @@ TARGET_BEAM4_BLEU = {"multi30k-en-de": 39.0, "multi30k-de-en": 41.5}
 MAX_BYTES = 25 * 1024 * 1024
 
 
-def results(ckpt_dir: Path) -> dict:
-    return json.loads((ckpt_dir / "eval_results.json").read_text())["results"]
+def results(ckpt_dir: Path, data: str = "multi30k", split: str = "test_2016_flickr") -> dict:
+    """The card's scores on one test set."""
+    for report in read_eval_reports(ckpt_dir):
+        if Path(str(report.get("data") or "multi30k")).name == data and report["split"] == split:
+            return report["results"]
+    raise AssertionError(f"{ckpt_dir.name} has no {data} {split} scores in eval_results.json")
 
 
 @pytest.mark.parametrize("ckpt_dir", SHIPPED, ids=[p.name for p in SHIPPED])

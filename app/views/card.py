@@ -14,7 +14,16 @@ from app import resources
 from app.context import Context
 from app.settings import layer_head, setting
 from app.ui import chart
-from model.card import EVAL_RESULTS, decoding_name, read_training_log, shape_rows, training_parts
+from model.card import (
+    CORPORA,
+    corpora,
+    decoding_name,
+    read_eval_reports,
+    read_training_log,
+    report_title,
+    shape_rows,
+    training_parts,
+)
 from model.checkpoint import Checkpoint
 from model.config import ModelConfig
 
@@ -72,19 +81,27 @@ def _training(ctx: Context) -> None:
 
 
 def _bleu_table(ckpt: Checkpoint) -> None:
-    path = ckpt.path / EVAL_RESULTS if ckpt.path else None
-    if not path or not path.is_file():
-        return
-    ev = json.loads(path.read_text())
-    st.markdown(f"**Test BLEU** (`{ev['split']}`, sacrebleu, detokenized, cased)")
-    st.dataframe(pd.DataFrame([{"decoding": decoding_name(k, v), "BLEU": v["bleu"], "chrF": v["chrf"]}
-                               for k, v in ev["results"].items()]), hide_index=True)
-    caption = next(iter(ev["results"].values()))["bleu_signature"]
-    if "decoding" in ckpt.meta:
+    reports = read_eval_reports(ckpt.path) if ckpt.path else []
+    for report in reports:
+        st.markdown(f"**Test BLEU** ({report_title(report)}, sacrebleu, detokenized, cased)")
+        st.dataframe(pd.DataFrame([{"decoding": decoding_name(k, v), "BLEU": v["bleu"],
+                                    "BLEU (lowercased)": v.get("bleu_lowercase"), "chrF": v["chrf"]}
+                                   for k, v in report["results"].items()]), hide_index=True)
+        st.caption(next(iter(report["results"].values()))["bleu_signature"])
+    if reports and "decoding" in ckpt.meta:
         d = ckpt.meta["decoding"]
-        caption += (f". Beam search's length penalty α = {d['alpha']:g} was chosen on `{d.get('chosen_on', '?')}` "
-                    "(`python -m model.tune`) and is this model's default in the sidebar.")
-    st.caption(caption)
+        st.caption(f"Beam search's length penalty α = {d['alpha']:g} was chosen on `{d.get('chosen_on', '?')}` "
+                   "(`python -m model.tune`) and is this model's default in the sidebar.")
+    _data(ckpt)
+
+
+def _data(ckpt: Checkpoint) -> None:
+    """What the model read: a model knows what it was trained on, and little else."""
+    names = corpora(ckpt.meta)
+    st.markdown("**Trained on**\n\n" + "\n".join(f"- {CORPORA[name]}" for name in names))
+    if ckpt.calibration:
+        st.caption(f"Confidence: {ckpt.calibration.note}; a translation is flagged from P(wrong) ≥ "
+                   f"{ckpt.calibration.threshold:.2f}.")
 
 
 def snapshots_ui(ctx: Context) -> None:

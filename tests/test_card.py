@@ -1,0 +1,44 @@
+"""The model card: what a model read (with attribution), and one quality table per test set."""
+from __future__ import annotations
+
+import json
+
+from model.card import add_eval_report, corpora, read_eval_reports, render_card
+from tests.support import make_checkpoint
+
+
+def _report(data: str, split: str, bleu: float, references: str = "line", n: int = 10, refs: int = 10) -> dict:
+    row = {"bleu": bleu, "bleu_lowercase": bleu + 1, "chrf": 50.0, "bleu_signature": "nrefs:1|case:mixed",
+           "chrf_signature": "chrF2", "sentences_per_second": 12.5}
+    return {"data": data, "split": split, "references": references, "sentences": n, "reference_count": refs,
+            "results": {"greedy": row}, "command": f"python -m model.evaluate --data {data}"}
+
+
+def test_the_card_names_every_corpus_of_every_training_part_with_its_attribution(tokenizer, tmp_path):
+    first = {"data": "../shared/data/multi30k"}
+    mixed = {"data": "runs/mix", "data_note": "Multi30K train + Tatoeba en-de train", "continued_from":
+             {"epochs": 38, "steps": 100, "train_args": first}, "epochs": 44, "init_from": "checkpoints/x"}
+    assert corpora({"train_args": first}) == ["multi30k"]
+    assert corpora({}) == ["multi30k"]
+    assert corpora({"train_args": mixed}) == ["multi30k", "tatoeba"]
+    make_checkpoint(tokenizer, tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "train_args": mixed}))
+    card = render_card(tmp_path / "m")
+    assert "Multi30K task 1" in card and "Attribution: Tatoeba contributors" in card and "CC BY 2.0 FR" in card
+
+
+def test_each_test_set_keeps_its_own_scores(tokenizer, tmp_path):
+    d = tmp_path / "m"
+    make_checkpoint(tokenizer, d)
+    (d / "eval_results.json").write_text(json.dumps({**_report("x", "test_2016_flickr", 1.0), "data": None}))
+    assert len(read_eval_reports(d)) == 1                                     # an older single report
+    add_eval_report(d, _report("../shared/data/multi30k", "test_2016_flickr", 39.5))   # replaces it
+    add_eval_report(d, _report("../shared/data/tatoeba-en-de", "test", 31.2, "all", 1000, 1344))
+    add_eval_report(d, _report("/elsewhere/tatoeba-en-de", "test", 31.4, "all", 1000, 1344))  # same set again
+    reports = read_eval_reports(d)
+    assert [(r["split"], r["results"]["greedy"]["bleu"]) for r in reports] == [("test_2016_flickr", 39.5),
+                                                                               ("test", 31.4)]
+    card = render_card(d)
+    assert "| greedy | 39.50 | 40.50 | 50.00 | 12.5 |" in card and "| greedy | 31.40 | 32.40 |" in card
+    assert "all 1,344 references of 1,000 sentences" in card and "1.00" not in card.split("## Quality")[1]
