@@ -14,7 +14,8 @@ from app.settings import TEXT, Settings
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation, InputError, explanation_json
 
-# Presets that show known effects (labels say which).
+# Presets that show known effects (labels say which): image captions like the Multi30K training data,
+# and everyday sentences like Tatoeba's. tests/test_shipped.py holds what the shipped models make of them.
 PRESETS = {
     "en": {
         "A man in an orange hat starring at something.": "a Multi30K test sentence",
@@ -23,12 +24,19 @@ PRESETS = {
         "The woman is holding her baby, and she is smiling.": "pronouns: 'her', 'she'",
         "Two young children in colorful shirts are playing with a big ball on the green grass "
         "next to a small lake while their parents watch.": "a long sentence",
+        "I love pizza.": "everyday",
+        "Where is the train station?": "everyday: a question",
+        "I have already eaten.": "everyday: 'habe ... gegessen', the verb at the end",
+        "Can you help me?": "everyday: a question",
     },
     "de": {
         "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": "ein Multi30K-Testsatz",
         "Der Mann hat den roten Apfel gegessen.": "Verb am Satzende",
         "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.": "Komposita",
         "Die Frau hält ihr Baby und sie lächelt.": "Pronomen",
+        "Ich liebe Pizza.": "Alltag",
+        "Wo ist der Bahnhof?": "Alltag: eine Frage",
+        "Ich habe heute keine Zeit.": "Alltag",
     },
 }
 CUSTOM = "(type your own)"
