@@ -133,7 +133,7 @@ def render_card(directory: str | Path) -> str:
         lines += [f"| {r['epoch']} | {r['step']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} | "
                   f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
         lines.append("")
-    lines += [*_decoding(config.get("decoding")), "## Quality", ""]
+    lines += [*_decoding(config.get("decoding")), *_confidence(config.get("confidence")), "## Quality", ""]
     for report in evals:
         lines += _quality(report)
     if not evals:
@@ -216,6 +216,20 @@ def _decoding(decoding: dict[str, Any] | None) -> list[str]:
              "| α | BLEU | brevity penalty | length ratio |", "|---|---|---|---|"]
     lines += [f"| {t['alpha']:g} | {t['bleu']:.2f} | {t['brevity']:.3f} | {t['length_ratio']:.3f} |"
               for t in decoding.get("tried", [])]
+    return [*lines, ""]
+
+
+def _confidence(entry: dict[str, Any] | None) -> list[str]:
+    """When the app flags a translation (`python -m model.calibrate`), and how that did on val."""
+    if not entry:
+        return []
+    lines = ["## Confidence", "",
+             f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
+             f"token log-probability and the share of source words not in `familiar_words.txt` (the training "
+             f"sources' words); {entry.get('note', '')}.", "",
+             "| val set | sentences | wrong | wrong flagged | right flagged |", "|---|---|---|---|---|"]
+    lines += [f"| {name} | {r['sentences']} | {r['wrong']} | {r['wrong_flagged']:.0%} | {r['right_flagged']:.0%} |"
+              for name, r in entry.get("val", {}).items()]
     return [*lines, ""]
 
 

@@ -42,3 +42,14 @@ def test_each_test_set_keeps_its_own_scores(tokenizer, tmp_path):
     card = render_card(d)
     assert "| greedy | 39.50 | 40.50 | 50.00 | 12.5 |" in card and "| greedy | 31.40 | 32.40 |" in card
     assert "all 1,344 references of 1,000 sentences" in card and "1.00" not in card.split("## Quality")[1]
+
+
+def test_the_card_says_when_the_app_flags_a_translation(tokenizer, tmp_path):
+    make_checkpoint(tokenizer, tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    val = {"multi30k:val": {"sentences": 1014, "wrong": 108, "wrong_flagged": 0.44, "right_flagged": 0.04}}
+    confidence = {"threshold": 0.4385, "note": "fitted on multi30k:val", "val": val}
+    assert "## Confidence" not in render_card(tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "confidence": confidence}))
+    card = render_card(tmp_path / "m")
+    assert "P(wrong) ≥ 0.44" in card and "| multi30k:val | 1014 | 108 | 44% | 4% |" in card
