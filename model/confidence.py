@@ -87,6 +87,17 @@ class Calibration:
                    str(d.get("note", "")))
 
 
+def word_at(pieces: list[str], pos: int) -> str:
+    """The whole word that sentencepiece piece `pos` is part of (a piece starting with ▁ starts a word)."""
+    start = pos
+    while start > 0 and not pieces[start].startswith("▁"):
+        start -= 1
+    end = pos + 1
+    while end < len(pieces) and not pieces[end].startswith("▁") and pieces[end] != "</s>":
+        end += 1
+    return "".join(pieces[start:end]).replace("▁", "")
+
+
 @dataclass(frozen=True)
 class Confidence:
     """What the app says beside a translation."""
@@ -104,7 +115,9 @@ class Confidence:
             out.append("never read in training: " + ", ".join(f"'{w}'" for w in self.unseen))
         pos, p = self.weakest
         if p < LOW_TOKEN_PROB and pos < len(pieces):
-            out.append(f"unsure at '{pieces[pos].replace('▁', '')}' (p = {p:.2f})")
+            word, piece = word_at(pieces, pos), pieces[pos].replace("▁", "")
+            part = "" if word == piece else f" for its piece '{piece}'"
+            out.append(f"unsure at '{word}' (p = {p:.2f}{part})")
         if self.mean_prob < 0.5:
             out.append(f"hesitant throughout (mean token probability {self.mean_prob:.2f})")
         return out

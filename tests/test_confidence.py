@@ -45,6 +45,8 @@ def test_assess_flags_at_the_threshold_and_names_its_reasons():
     assert unsure.flagged and unsure.unseen == ("pizza",) and unsure.weakest == (1, 0.2)
     assert unsure.reasons(["▁die", "▁Pizza", "</s>"]) == ["never read in training: 'pizza'",
                                                          "unsure at 'Pizza' (p = 0.20)"]
+    hoodie = assess([0.9, 0.1, 0.9, 0.9], "x", None, None).reasons(["▁Ho", "od", "ie", "</s>"])
+    assert hoodie[0] == "unsure at 'Hoodie' (p = 0.10 for its piece 'od')"
     assert "hesitant" in assess([0.3, 0.3], "the dog", cal, None).reasons(["▁a", "</s>"])[-1]
     uncalibrated = assess([0.9, 0.1], "x", None, None)
     assert uncalibrated.p_wrong is None and not uncalibrated.flagged and not uncalibrated.familiarity_known

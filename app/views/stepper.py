@@ -133,7 +133,7 @@ def _token_confidence(ctx: Context, t: int) -> None:
     tokens = ctx.checkpoint.tgt_tokenizer.pieces(ex.result.tokens) + ["</s>"]
     fig = ctx.figure("token_confidence", t, lambda: figures.token_confidence(
         tokens, ex.output_probs, LOW_TOKEN_PROB, current=t if t < len(tokens) else None,
-        title="how sure the model was of each token of the translation (this step's outlined)"))
+        title="how sure the model was of each token of the translation (this step outlined)"))
     chart(st, fig, key="token_confidence", settings=ctx.settings)
     st.caption(f"Each token's probability given the source and the tokens before it. Below {LOW_TOKEN_PROB:g} "
                "the model was guessing: check that word first.")
