@@ -108,6 +108,7 @@ def token_confidence(tokens: Sequence[str], probs: Sequence[float], low: float, 
         text=[f"{p:.2f}{' unsure' if u else ''}" for p, u in zip(probs, unsure)], textposition="outside",
         customdata=labels(tokens), hovertemplate="%{customdata}: P = %{y:.3f}<extra></extra>"))
     fig.add_hline(y=low, line_dash="dot")
-    fig.update_layout(title=f"{title} (dotted: unsure below {low:g})" if title else f"unsure below {low:g}", height=300, margin=MARGIN, yaxis=dict(range=[0, 1.18], title="probability"),
+    fig.update_layout(title=f"{title} (dotted: unsure below {low:g})" if title else f"unsure below {low:g}",
+                      height=300, margin=MARGIN, yaxis=dict(range=[0, 1.18], title="probability"),
                       xaxis=axis(tokens))
     return fig
