@@ -55,6 +55,7 @@ def controls(cursor: StepCursor, n_steps: int) -> int:
 def render(ctx: Context) -> None:
     st.caption(CAPTIONS[ctx.settings.opts.method] + " Keyboard: ← and → step.")
     stepping(ctx)
+    _token_confidence(ctx)       # outside the fragment: Next does not send it again
 
 
 @st.fragment
@@ -74,7 +75,6 @@ def stepping(ctx: Context) -> None:
     if settings.opts.method == "beam":
         _beam_tree(ctx, steps, t, chosen)
     _next_token(ctx, record, chosen)
-    _token_confidence(ctx, t)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
     links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
@@ -127,13 +127,13 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
             chart(st, own, key="self_row", settings=settings)
 
 
-def _token_confidence(ctx: Context, t: int) -> None:
-    """How sure the model was of each token of the finished translation; this step's outlined."""
+def _token_confidence(ctx: Context) -> None:
+    """How sure the model was of each token of the finished translation: one figure per sentence,
+    the same at every step (a class pressing Next together rebuilds nothing)."""
     ex = ctx.explanation
     tokens = ctx.checkpoint.tgt_tokenizer.pieces(ex.result.tokens) + ["</s>"]
-    fig = ctx.figure("token_confidence", t, lambda: figures.token_confidence(
-        tokens, ex.output_probs, LOW_TOKEN_PROB, current=t if t < len(tokens) else None,
-        title="how sure the model was of each token of the translation (this step outlined)"))
+    fig = ctx.figure("token_confidence", None, lambda: figures.token_confidence(
+        tokens, ex.output_probs, LOW_TOKEN_PROB, title="how sure the model was of each token of the translation"))
     chart(st, fig, key="token_confidence", settings=ctx.settings)
     st.caption(f"Each token's probability given the source and the tokens before it. Below {LOW_TOKEN_PROB:g} "
                "the model was guessing: check that word first.")
