@@ -114,7 +114,7 @@ def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation 
 def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
     """Whether to trust the translation: calibrated on val (model/calibrate.py), with its reasons."""
     conf = ex.confidence(ckpt)
-    reasons = conf.reasons(ckpt.tgt_tokenizer.pieces(ex.result.tokens) + ["</s>"])
+    reasons = conf.reasons(ex.output_pieces(ckpt))
     box = st.container(key="confidence")
     why = f" Why: {'; '.join(reasons)}." if reasons else ""
     if conf.p_wrong is None:

@@ -23,6 +23,7 @@ import random
 import sys
 from pathlib import Path
 
+from model.calibrate import split_spec
 from model.checkpoint import load_checkpoint
 from model.data import group_references, read_parallel
 from model.decoding import DecodeOptions
@@ -35,8 +36,7 @@ def sample(args: argparse.Namespace) -> int:
     ckpt = load_checkpoint(args.checkpoint)
     opts = DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha, record_steps=False)
     rows = []
-    for spec in args.data:
-        directory, _, split = spec.rpartition(":")
+    for directory, split in args.data:
         sources, refs = group_references(*read_parallel(directory, split, ckpt.src_lang, ckpt.tgt_lang))
         picked = random.Random(args.seed).sample(range(len(sources)), args.per_set)
         for i in picked:
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample", help="write a sample to judge")
     s.add_argument("--checkpoint", required=True)
-    s.add_argument("--data", action="append", required=True, metavar="DIR:SPLIT")
+    s.add_argument("--data", type=split_spec, action="append", required=True, metavar="DIR:SPLIT")
     s.add_argument("--per-set", type=int, default=30)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", required=True)

@@ -135,7 +135,7 @@ def _cost(d: LessonData) -> go.Figure:
 
 
 def _confidence(d: LessonData) -> go.Figure:
-    tokens = d.ckpt.tgt_tokenizer.pieces(d.ex.result.tokens) + ["</s>"]
+    tokens = d.ex.output_pieces(d.ckpt)
     conf = d.ex.confidence(d.ckpt)
     unseen = f"; never read in training: {', '.join(conf.unseen)}" if conf.unseen else ""
     verdict = "not calibrated" if conf.p_wrong is None else f"P(wrong) ≈ {conf.p_wrong:.0%}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import sacrebleu
@@ -43,7 +43,8 @@ class Judged:
     wrong: bool
 
 
-def _split_arg(text: str) -> tuple[str, str]:
+def split_spec(text: str) -> tuple[str, str]:
+    """DIR:SPLIT, as --train and --val take it."""
     directory, _, split = text.rpartition(":")
     if not directory or not split:
         raise argparse.ArgumentTypeError(f"expected DIR:SPLIT (e.g. ../shared/data/multi30k:val), got {text!r}")
@@ -96,10 +97,9 @@ def fit(judged: list[Judged], l2: float = 1e-3) -> Calibration:
         return loss
 
     opt.step(closure)
-    weights, bias = tuple(w[1:].tolist()), float(w[0].detach())
-    cal = Calibration(weights, bias, tuple(mean.tolist()), tuple(std.tolist()), 0.5)
-    return Calibration(weights, bias, cal.mean, cal.std, round(best_threshold(
-        [cal.p_wrong(j.x) for j in judged], [j.wrong for j in judged]), 4))
+    cal = Calibration(tuple(w[1:].tolist()), float(w[0].detach()), tuple(mean.tolist()), tuple(std.tolist()), 0.5)
+    threshold = best_threshold([cal.p_wrong(j.x) for j in judged], [j.wrong for j in judged])
+    return replace(cal, threshold=round(threshold, 4))
 
 
 def best_threshold(p_wrong: list[float], wrong: list[bool]) -> float:
@@ -141,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m model.calibrate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
-    p.add_argument("--train", type=_split_arg, action="append", default=[], metavar="DIR:SPLIT",
+    p.add_argument("--train", type=split_spec, action="append", default=[], metavar="DIR:SPLIT",
                    help="the model's training data (repeat for each corpus): its source words are 'familiar'")
-    p.add_argument("--val", type=_split_arg, action="append", default=[], metavar="DIR:SPLIT",
+    p.add_argument("--val", type=split_spec, action="append", default=[], metavar="DIR:SPLIT",
                    help="val data to fit on (repeat for each corpus; never a test split)")
     p.add_argument("--beam-size", type=int, default=4, help="beam width to decode with (default 4, as the app)")
     p.add_argument("--limit", type=int, help="only the first N lines of each val split")
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     table = report(judged, cal)
     note = (f"fitted on {', '.join(f'{d}:{s}' for d, s in args.val)} (beam {args.beam_size}); wrong = sentence "
             f"chrF < {WRONG_CHRF:g} against all references")
-    cal = Calibration(cal.weights, cal.bias, cal.mean, cal.std, cal.threshold, note)
+    cal = replace(cal, note=note)
     for name, row in table.items():
         print(f"{name}: {row['sentences']} sentences, {row['wrong']} wrong; flagged: "
               f"{row['wrong_flagged']:.0%} of the wrong, {row['right_flagged']:.0%} of the right")

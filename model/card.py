@@ -144,12 +144,11 @@ def render_card(directory: str | Path) -> str:
 
 def _quality(report: dict[str, Any]) -> list[str]:
     """One test set's scores: sacrebleu BLEU (cased, and lowercased when measured), chrF, speed."""
+    rows = [(decoding_name(name, r), f"{r['bleu']:.2f}",
+             "" if r.get("bleu_lowercase") is None else f"{r['bleu_lowercase']:.2f}", f"{r['chrf']:.2f}",
+             r.get("sentences_per_second", "")) for name, r in report.get("results", {}).items()]
     lines = [f"sacrebleu on detokenized, cased text, {report_title(report)}:", "",
-             "| decoding | BLEU | BLEU (lowercased) | chrF | sentences/s |", "|---|---|---|---|---|"]
-    for name, r in report.get("results", {}).items():
-        lc, speed = r.get("bleu_lowercase"), r.get("sentences_per_second")
-        lines.append(f"| {decoding_name(name, r)} | {r['bleu']:.2f} | {'' if lc is None else f'{lc:.2f}'} | "
-                     f"{r['chrf']:.2f} | {'' if speed is None else speed} |")
+             *_table(("decoding", "BLEU", "BLEU (lowercased)", "chrF", "sentences/s"), rows)]
     first = next(iter(report.get("results", {}).values()), {})
     sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
     return [*lines, "", f"Signatures: {sigs}.", "", f"Command: `{report.get('command', '')}`", ""]
@@ -213,9 +212,9 @@ def _decoding(decoding: dict[str, Any] | None) -> list[str]:
              f"Beam search uses the GNMT length penalty α = {decoding['alpha']:g} by default (the translate and "
              f"trace CLIs, `model.evaluate` and the app), chosen on `{decoding.get('chosen_on', '?')}` with beam "
              f"{decoding.get('beam_size', '?')} by `python -m model.tune`:", "",
-             "| α | BLEU | brevity penalty | length ratio |", "|---|---|---|---|"]
-    lines += [f"| {t['alpha']:g} | {t['bleu']:.2f} | {t['brevity']:.3f} | {t['length_ratio']:.3f} |"
-              for t in decoding.get("tried", [])]
+             *_table(("α", "BLEU", "brevity penalty", "length ratio"),
+                     [(f"{t['alpha']:g}", f"{t['bleu']:.2f}", f"{t['brevity']:.3f}", f"{t['length_ratio']:.3f}")
+                      for t in decoding.get("tried", [])])]
     return [*lines, ""]
 
 
@@ -227,10 +226,16 @@ def _confidence(entry: dict[str, Any] | None) -> list[str]:
              f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
              f"token log-probability and the share of source words not in `familiar_words.txt` (the training "
              f"sources' words); {entry.get('note', '')}.", "",
-             "| val set | sentences | wrong | wrong flagged | right flagged |", "|---|---|---|---|---|"]
-    lines += [f"| {name} | {r['sentences']} | {r['wrong']} | {r['wrong_flagged']:.0%} | {r['right_flagged']:.0%} |"
-              for name, r in entry.get("val", {}).items()]
+             *_table(("val set", "sentences", "wrong", "wrong flagged", "right flagged"),
+                     [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}")
+                      for name, r in entry.get("val", {}).items()])]
     return [*lines, ""]
+
+
+def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    """A markdown table's lines."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(v) for v in row) + " |" for row in rows)]
 
 
 def decoding_name(name: str, result: dict[str, Any]) -> str:

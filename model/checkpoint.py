@@ -17,6 +17,7 @@ names the file.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import shutil
@@ -72,9 +73,10 @@ class Checkpoint:
 
     familiar_words: frozenset[str] | None = None   # familiar_words.txt, read once at load
 
-    @property
+    @functools.cached_property
     def calibration(self) -> Calibration | None:
-        """When to flag a translation (config.json "confidence", from `python -m model.calibrate`)."""
+        """When to flag a translation (config.json "confidence", from `python -m model.calibrate`);
+        read once: every translation the app shows asks for it."""
         entry = self.meta.get("confidence")
         return Calibration.from_dict(entry) if entry else None
 

@@ -56,8 +56,9 @@ def unseen_words(text: str, familiar: frozenset[str] | None) -> list[str]:
 def features(token_probs: list[float], text: str, familiar: frozenset[str] | None) -> tuple[float, float, float]:
     """FEATURES of one translation: token_probs are its tokens' probabilities, EOS last."""
     logs = [math.log(max(p, 1e-12)) for p in token_probs] or [0.0]
-    n_words = len(words(text))
-    share = len([w for w in words(text) if familiar is not None and w not in familiar]) / n_words if n_words else 0.0
+    said = words(text)
+    unseen = [w for w in said if familiar is not None and w not in familiar]
+    share = len(unseen) / len(said) if said else 0.0
     return sum(logs) / len(logs), min(logs), share
 
 

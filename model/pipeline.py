@@ -82,6 +82,10 @@ class Explanation:
     forced: ForcedResult | None    # with a reference: its tokens' probabilities and ranks
     output_probs: list[float]      # the probability of each output token, EOS last
 
+    def output_pieces(self, ckpt: Checkpoint) -> list[str]:
+        """The output's subword pieces, EOS last: one per entry of output_probs."""
+        return ckpt.tgt_tokenizer.pieces(self.result.tokens + [ckpt.config.eos_id])
+
     def confidence(self, ckpt: Checkpoint) -> Confidence:
         """How far to trust this translation (model/confidence.py)."""
         return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words)

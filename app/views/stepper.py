@@ -131,7 +131,7 @@ def _token_confidence(ctx: Context) -> None:
     """How sure the model was of each token of the finished translation: one figure per sentence,
     the same at every step (a class pressing Next together rebuilds nothing)."""
     ex = ctx.explanation
-    tokens = ctx.checkpoint.tgt_tokenizer.pieces(ex.result.tokens) + ["</s>"]
+    tokens = ex.output_pieces(ctx.checkpoint)
     fig = ctx.figure("token_confidence", None, lambda: figures.token_confidence(
         tokens, ex.output_probs, LOW_TOKEN_PROB, title="how sure the model was of each token of the translation"))
     chart(st, fig, key="token_confidence", settings=ctx.settings)
