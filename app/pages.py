@@ -17,7 +17,7 @@ import streamlit as st
 from app import resources, sentence, state
 from app.context import Context
 from app.settings import Settings
-from app.views import card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
+from app.views import attribution, card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
 from model.checkpoint import CheckpointError
 from serving.admission import Waiting
 
@@ -40,6 +40,7 @@ PAGES: tuple[Page, ...] = (
     Page("masks", "Masks", ":material/visibility_off:", masks.render),
     Page("head", "Inside one head", ":material/center_focus_strong:", head.render),
     Page("knockout", "Head knockout", ":material/block:", knockout.render),
+    Page("attribution", "What the model used", ":material/insights:", attribution.render),
     Page("lab", "Training lab", ":material/model_training:", lab.render, takes_sentence=False),
     Page("card", "Model card & training", ":material/description:", card.render, takes_sentence=False),
 )

@@ -15,6 +15,7 @@ import streamlit as st
 import torch
 
 from figures import Display
+from model.attribution import Attribution, attribute
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions, DecodeResult
 from model.pipeline import (
@@ -31,6 +32,7 @@ from model.trace import Recording, Trace
 from serving.admission import Gate
 from serving.batching import Batcher
 from serving.config import ServingConfig
+from serving.once import Once
 from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
 
 DEFAULT_CHECKPOINT = "multi30k-en-de"
@@ -109,6 +111,23 @@ def get_knockout_effects(path: str, text: str, opts: DecodeOptions) -> dict[str,
     """Every head's and every attention layer's effect on this sentence's translation."""
     ex = get_explanation(path, text, opts)
     return knockout_effects(get_checkpoint(path), ex.source_ids, ex.result.tokens)
+
+
+@st.cache_resource(show_spinner=False)
+def _attributions() -> Once[Attribution]:
+    return Once(keep=32)
+
+
+def get_attribution(path: str, text: str, opts: DecodeOptions, integrated: bool,
+                    on_progress: Callable[[int, int], None] | None = None) -> Attribution:
+    """Every attribution method's reading of the sentence's translation (model/attribution);
+    integrated: with integrated gradients (seconds; on_progress(done, total) per token, for the
+    session that computes). Once per process: a class on one link waits for one computation."""
+    def compute() -> Attribution:
+        ex = get_explanation(path, text, opts)
+        return attribute(get_checkpoint(path), ex.source_ids, ex.result.tokens, integrated=integrated,
+                         on_progress=on_progress)
+    return _attributions().get((path, text, opts, integrated), compute)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import resources, state
 from app.settings import TEXT, Settings
+from model.attribution import attribution_json
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation, InputError, explanation_json
 
@@ -128,10 +129,17 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
                     f"(mean token probability {conf.mean_prob:.2f}).{why}")
 
 
+def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, integrated: bool = False) -> dict:
+    """The trace format with its `attribution` part (docs/trace-format.md)."""
+    out = explanation_json(ex, ckpt, settings.opts)
+    att = resources.get_attribution(str(settings.checkpoint), ex.text, settings.opts, integrated)
+    return out | {"attribution": attribution_json(att)}
+
+
 def export_ui(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
     st.sidebar.download_button(
         "Download this trace (JSON)",
-        data=lambda: json.dumps(explanation_json(ex, ckpt, settings.opts), ensure_ascii=False),
+        data=lambda: json.dumps(trace_json(ckpt, ex, settings), ensure_ascii=False),
         file_name="trace.json",
         mime="application/json",
         key="dl_trace",

@@ -15,6 +15,8 @@ import torch
 
 import figures
 from model import names
+from model.attribution import attribute
+from model.attribution.attention import method_key
 from model.checkpoint import Checkpoint
 from model.confidence import LOW_TOKEN_PROB
 from model.decoding import output_log_probs
@@ -143,6 +145,17 @@ def _confidence(d: LessonData) -> go.Figure:
                                     title=f"each output token's probability ({verdict}{unseen})")
 
 
+def _looked_vs_used(d: LessonData) -> go.Figure:
+    att = attribute(d.ckpt, d.ex.source_ids, d.ex.result.tokens, integrated=False)
+    looked = att.scores[method_key("attention", d.last("decoder"))].normalised()[0]
+    key = "alti" if "alti" in att.scores else "grad_x_input"
+    used = att.scores[key].normalised()[0]
+    used = used / np.maximum(used.sum(-1, keepdims=True), 1e-12)        # shares of the source part alone
+    titles = ("where the last layer looked (cross-attention)", f"what it used ({att.methods[key].label})")
+    return figures.looked_vs_used(looked, used, att.source_tokens, att.generated_tokens, titles,
+                                  title="the same translation, two pictures")
+
+
 @dataclass(frozen=True)
 class Step:
     title: str
@@ -219,4 +232,14 @@ STEPS: tuple[Step, ...] = (
          r"P(\text{wrong}) = \sigma(w \cdot [\bar{\ell},\ \min_t \log P,\ \text{unseen share}] + b)",
          _confidence, "Type a sentence about something no caption shows (a word like 'photosynthesis') and "
          "watch the probabilities fall and the warning appear."),
+    Step("16. Attention is not explanation", "A heatmap shows where a head looked, not what the prediction "
+         "depended on: a head may look hard at a token whose value vector is tiny, and the residual stream carries "
+         "each token past attention. Attribution methods follow what actually flowed: ALTI+ splits every "
+         "sublayer's output, residual and LayerNorm included, into the parts each input token sent. Which picture "
+         "is more honest can be measured: hide the token a method ranks first and see how much the prediction "
+         "suffers.",
+         r"c_{i,j} = \frac{\max(0,\ \|y_i\|_1 - \|y_i - T_i(x_j)\|_1)}{\sum_k \max(0,\ \|y_i\|_1 - "
+         r"\|y_i - T_i(x_k)\|_1)}", _looked_vs_used,
+         "On What the model used, compare last-layer attention with ALTI+ and integrated gradients: which rows "
+         "disagree? The green box says which method hid the most important tokens on 500 test sentences."),
 )

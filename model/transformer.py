@@ -78,8 +78,9 @@ class Transformer(nn.Module):
         return masks.padding_mask(src, self.cfg.pad_id)
 
     # ---- the two halves -----------------------------------------------------------
-    def _embed(self, embed: Embeddings, ids: Tensor, offset: int, trace: Trace | None, side: str) -> Tensor:
-        tokens = embed(ids)                                                  # (B, T, D)
+    def _embed(self, embed: Embeddings, ids: Tensor, offset: int, trace: Trace | None, side: str,
+               embedded: Tensor | None = None) -> Tensor:
+        tokens = embed(ids) if embedded is None else embedded                # (B, T, D)
         pe = self.positional(ids.size(1), offset)                            # (T, D)
         if not self.cfg.positional_encoding:
             pe = torch.zeros_like(pe)                                        # switched off: nothing added
@@ -91,8 +92,11 @@ class Transformer(nn.Module):
         return self.dropout(x)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None, trace: Trace | None = None,
-               knockout: frozenset[str] = frozenset()) -> Tensor:
+               knockout: frozenset[str] = frozenset(), embedded: Tensor | None = None) -> Tensor:
         """src (B, S) -> memory (B, S, D).
+
+        embedded (B, S, D): token embeddings (already scaled) to use instead of looking `src` up,
+        which then only gives the padding mask (gradient attribution, model/attribution).
 
         knockout: attention heads switched off, named "encoder.{i}.self_attn.{h}" (and
         "decoder.{i}.self_attn.{h}", "decoder.{i}.cross_attn.{h}" for `decode`): their
@@ -102,13 +106,16 @@ class Transformer(nn.Module):
         if trace is not None:
             b, s = src.shape
             trace.record(names.mask("encoder_self"), masks.expand(src_mask, b, s, s))
-        return self.encoder(self._embed(self.src_embed, src, 0, trace, "source"), src_mask, trace, knockout)
+        x = self._embed(self.src_embed, src, 0, trace, "source", embedded)
+        return self.encoder(x, src_mask, trace, knockout)
 
     def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None,
-               trace: Trace | None = None, knockout: frozenset[str] = frozenset()) -> Tensor:
+               trace: Trace | None = None, knockout: frozenset[str] = frozenset(),
+               embedded: Tensor | None = None) -> Tensor:
         """tgt (B, T) decoder input ids (start symbol first), memory (B, S, D) -> (B, T, D).
 
         With a cache, `tgt` holds only the new positions; earlier ones come from it.
+        embedded (B, T, D): token embeddings to use instead of looking `tgt` up (as in `encode`).
         """
         offset = cache.length if cache is not None else 0
         self_mask = self._decoder_self_mask(tgt, offset)
@@ -118,7 +125,7 @@ class Transformer(nn.Module):
             full = self_mask if self_mask is not None else torch.ones(1, 1, t, keys, dtype=torch.bool)
             trace.record(names.mask("decoder_self"), masks.expand(full, b, t, keys))
             trace.record(names.mask("cross"), masks.expand(src_mask, b, t, memory.size(1)))
-        x = self._embed(self.tgt_embed, tgt, offset, trace, "target")
+        x = self._embed(self.tgt_embed, tgt, offset, trace, "target", embedded)
         return self.decoder(x, memory, self_mask, src_mask, trace, cache, knockout)
 
     def _decoder_self_mask(self, tgt: Tensor, offset: int) -> Tensor | None:

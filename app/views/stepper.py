@@ -7,7 +7,7 @@ import time
 import streamlit as st
 
 import figures
-from app import links, state
+from app import links, resources, state
 from app.context import Context
 from app.settings import setting, toggle
 from app.state import StepCursor
@@ -121,10 +121,31 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
             hyp.cross_attn, ctx.explanation.trace.source_tokens[0], so_far[-1]).update_layout(
             title=f"cross-attention of the new position ({figures.label(so_far[-1])})"))
         chart(right, cross, key="cross_row", settings=settings)
+        _used(ctx, record, chosen)
     if hyp.self_attn is not None:
         with st.expander("Decoder self-attention of the new position"):
             own = ctx.figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1]))
             chart(st, own, key="self_row", settings=settings)
+
+
+def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
+    """What the token of this step used (ALTI+) beside where it looked, for a hypothesis that is the
+    start of the final translation (the attribution is the final translation's, one per sentence)."""
+    hyp, final = record.hypotheses[chosen], ctx.explanation.result.tokens
+    t = len(hyp.tokens)
+    if hyp.tokens != final[:t] or t > len(final):
+        st.caption("What the model used is computed for the final translation; this hypothesis is not its start.")
+        return
+    att = resources.get_attribution(ctx.path, ctx.explanation.text, ctx.settings.opts, False)
+    key = "alti" if "alti" in att.scores else "grad_x_input"
+    label = att.methods[key].label
+    fig = ctx.figure("step_used", (record.step, chosen, key), lambda: figures.step_used_vs_looked(
+        att.source_tokens, hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t], label,
+        title=f"step {record.step}: where it looked and what it used for {figures.label(att.generated_tokens[t])}"))
+    chart(st, fig, key="step_used", settings=ctx.settings)
+    share = att.scores[key].source_share()
+    st.caption(f"{share[t]:.0%} of this token came from the source by {label}, the rest from the output so far. "
+               "Every method, side by side: What the model used.")
 
 
 def _token_confidence(ctx: Context) -> None:
