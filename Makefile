@@ -1,7 +1,7 @@
 # Two commands for a newcomer: `make app` and `make test`. Each sets itself up:
 # a local virtual environment, the pinned CPU torch first (a bare `torch` would pull
 # a multi-GB CUDA build), then this project with its dev extras (and transformers, for the
-# Marian interop tests).
+# Marian interop tests; captum, to check the attribution's gradients).
 #   TORCH_SPEC="torch==2.13.0" make app     # choose another torch build
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[dev,hf]"
+	$(PY) -m pip install --quiet -e ".[dev,hf,captum]"
 	touch $(STAMP)
 
 app: $(STAMP)

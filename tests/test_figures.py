@@ -104,3 +104,45 @@ def test_unsure_tokens_are_told_apart_by_pattern_and_text_not_colour_alone():
     assert len({bar.marker.color[i] for i in unsure}) == 1 and bar.marker.color[0] != bar.marker.color[1]
     assert list(bar.marker.line.width).index(3) == 2 and list(bar.marker.line.width).count(3) == 1
     assert list(fig.layout.xaxis.ticktext) == ["▁Ich", "▁liebe", "▁Piz", "za", "&lt;/s&gt;"]
+
+
+# ---- attribution ---------------------------------------------------------------------------------
+def test_attribution_heatmap_puts_source_then_prefix_on_one_scale():
+    rng = np.random.default_rng(2)
+    src, pre = rng.random((3, 4)), np.tril(rng.random((3, 3)))
+    fig = figures.attribution_heatmap(src, pre, list("abcd"), ["<s>", "x", "y"], ["x", "y", "</s>"], title="m",
+                                      highlight_row=1)
+    trace = fig.data[0]
+    assert np.array(trace.z).shape == (3, 7)
+    assert np.allclose(np.array(trace.z)[:, :4], src) and np.allclose(np.array(trace.z)[:, 4:], pre)
+    assert (trace.zmin, trace.zmax) == (0, 1)                              # every method: the same scale
+    assert list(fig.layout.xaxis.ticktext[:4]) == list("abcd") and fig.layout.xaxis.ticktext[4].endswith("&lt;s&gt;")
+    assert fig.layout.shapes[0].x0 == 3.5                                  # the line between the two parts
+    with pytest.raises(ValueError):
+        figures.attribution_heatmap(src, pre, list("abc"), ["<s>", "x", "y"], ["x", "y", "</s>"])
+
+
+def test_source_share_bars_one_trace_per_method_and_patterned():
+    fig = figures.source_share_bars(["a", "b"], {"ALTI+": np.array([0.2, 0.9]), "IG": np.array([0.5, 0.5])})
+    assert [t.name for t in fig.data] == ["ALTI+", "IG"]
+    assert fig.data[0].marker.pattern.shape != fig.data[1].marker.pattern.shape    # not colour alone
+    assert tuple(fig.layout.yaxis.range) == (0, 1)
+
+
+def test_head_agreement_grid_writes_every_number_and_leaves_nan_blank():
+    agreement = np.array([[0.5, np.nan], [-0.25, 1.0]])
+    fig = figures.head_agreement_grid(agreement)
+    assert [list(row) for row in fig.data[0].text] == [["0.50", ""], ["-0.25", "1.00"]]
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (-1, 1)
+
+
+def test_faithfulness_bars_most_faithful_first():
+    fig = figures.faithfulness_bars(["attention", "ALTI+", "random"], np.array([[1.0, 2.0], [3.0, 4.0], [0.1, 0.5]]),
+                                    np.zeros((3, 2)), (1, 3))
+    assert list(fig.layout.yaxis.ticktext) == ["ALTI+", "attention", "random"]
+    assert list(fig.data[0].x) == [3.0, 1.0, 0.1] and fig.data[1].name == "top-3 erased"
+
+
+def test_step_used_vs_looked_compares_shares():
+    fig = figures.step_used_vs_looked(list("abc"), np.array([2.0, 1.0, 1.0]), np.array([-1.0, 0.0, 3.0]), "IG")
+    assert np.allclose(fig.data[0].y, [0.5, 0.25, 0.25]) and np.allclose(fig.data[1].y, [0.25, 0.0, 0.75])

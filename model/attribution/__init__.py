@@ -52,7 +52,7 @@ def methods(n_layers: int) -> dict[str, Method]:
     out = [Method("attention", "Attention (all layers, heads averaged)",
                   "Where the heads looked, not what they carried: a head may look hard at a token whose "
                   "value is tiny, and the residual stream bypasses attention altogether.")]
-    out += [Method(method_key("attention", i), f"Attention, layer {i + 1}", "One layer's weights, heads averaged.")
+    out += [Method(method_key("attention", i), f"Attention, layer {i}", "One layer's weights, heads averaged.")
             for i in range(n_layers)]
     out += [
         Method("rollout", "Attention rollout (through cross-attention)",
@@ -62,7 +62,7 @@ def methods(n_layers: int) -> dict[str, Method]:
                "Weights each look by the size of what the token sends, ||αf(x)||; still one sublayer "
                "at a time, without the residual."),
     ]
-    out += [Method(method_key("value_norm", i), f"Attention × value size, layer {i + 1}", "One layer.")
+    out += [Method(method_key("value_norm", i), f"Attention × value size, layer {i}", "One layer.")
             for i in range(n_layers)]
     out += [
         Method("alti", "ALTI+ (contributions through every layer)",
