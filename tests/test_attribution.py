@@ -295,3 +295,12 @@ def test_recording_for_attribution_leaves_the_output_unchanged(shipped):
 
 def test_the_cli_is_named_in_the_readme():
     assert "python -m model.attribution" in Path(ROOT / "README.md").read_text()
+
+
+def test_faithfulness_summary_is_the_same_with_threads(tiny):
+    from model.attribution.faithfulness import RANDOM, evaluate
+    texts = ["the dog runs", "", "a red ball in the park", "the man sits"]
+    one, two = evaluate(tiny, texts, workers=1), evaluate(tiny, texts, workers=2)
+    assert one.sentences == 3 and one.tokens == two.tokens
+    assert one.mean == two.mean and set(one.mean) >= {RANDOM, "alti", "integrated_gradients", "attention.layer0"}
+    assert one.ig_completeness_within_1pct > 0.5

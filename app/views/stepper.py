@@ -132,8 +132,8 @@ def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
     """What the token of this step used (ALTI+) beside where it looked, for a hypothesis that is the
     start of the final translation (the attribution is the final translation's, one per sentence)."""
     hyp, final = record.hypotheses[chosen], ctx.explanation.result.tokens
-    t = len(hyp.tokens)
-    if hyp.tokens != final[:t] or t > len(final):
+    t = len(hyp.tokens) - 1                                  # its tokens: the start symbol, then t outputs
+    if hyp.tokens[1:] != final[:t] or t > len(final):
         st.caption("What the model used is computed for the final translation; this hypothesis is not its start.")
         return
     att = resources.get_attribution(ctx.path, ctx.explanation.text, ctx.settings.opts, False)

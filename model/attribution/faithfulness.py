@@ -17,6 +17,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,39 +104,51 @@ class Summary:
                            "(ERASER comprehensiveness); higher = more faithful"}
 
 
-def evaluate(ckpt: Checkpoint, texts: list[str], ks: tuple[int, ...] = KS, seed: int = 0,
+@dataclass
+class _Sentence:
+    drops: dict[str, dict[int, float]]
+    tokens: int
+    complete: list[bool]
+    seconds: dict[str, float]
+
+
+def sentence(ckpt: Checkpoint, text: str, ks: tuple[int, ...], rng: np.random.Generator) -> _Sentence | None:
+    """One sentence: translated greedily, attributed by every method, each method's top tokens erased."""
+    try:
+        ids = source_ids(ckpt, text)
+    except InputError:
+        return None
+    output = decode_many(ckpt, [ids], DecodeOptions())[0].tokens
+    att = attribute(ckpt, ids, output)
+    rankings = {key: s.ranking() for key, s in att.scores.items()}
+    rankings[RANDOM] = random_ranking(*att.scores["attention"].source.shape, rng)
+    t0 = time.perf_counter()
+    drops = comprehensiveness(ckpt.model, Pass.of(ckpt.model, ids, output), att.log_probs, rankings, ks)
+    seconds = att.seconds | {"erasure": time.perf_counter() - t0}
+    return _Sentence(drops, len(att.log_probs), list(att.ig.completeness_error <= 0.01), seconds)
+
+
+def evaluate(ckpt: Checkpoint, texts: list[str], ks: tuple[int, ...] = KS, seed: int = 0, workers: int = 1,
              on_progress: Callable[[int], None] | None = None) -> Summary:
-    """Comprehensiveness of every method over `texts`, each translated greedily by the model."""
-    model, rng = ckpt.model, np.random.default_rng(seed)
-    per_sentence: dict[str, dict[int, list[float]]] = {}
-    tokens, within, timing = 0, [], {}
-    for text in texts:
-        try:
-            ids = source_ids(ckpt, text)
-        except InputError:
-            continue
-        output = decode_many(ckpt, [ids], DecodeOptions())[0].tokens
-        att = attribute(ckpt, ids, output)
-        for part, seconds in att.seconds.items():
-            timing[part] = timing.get(part, 0.0) + seconds
-        rankings = {key: s.ranking() for key, s in att.scores.items()}
-        rankings[RANDOM] = random_ranking(*att.scores["attention"].source.shape, rng)
-        t1 = time.perf_counter()
-        result = comprehensiveness(model, Pass.of(model, ids, output), att.log_probs, rankings, ks)
-        timing["erasure"] = timing.get("erasure", 0.0) + time.perf_counter() - t1
-        for method, by_k in result.items():
-            for k, v in by_k.items():
-                per_sentence.setdefault(method, {}).setdefault(k, []).append(v)
-        tokens += len(att.log_probs)
-        within += list(att.ig.completeness_error <= 0.01)
+    """Comprehensiveness of every method over `texts`, each translated greedily by the model;
+    `workers` threads (torch works outside the GIL: two threads of one torch thread each keep two
+    cores busy). The random control of sentence i is drawn from seed + i, whatever the order."""
+    def one(i: int) -> _Sentence | None:
+        result = sentence(ckpt, texts[i], ks, np.random.default_rng(seed + i))
         if on_progress:
             on_progress(1)
-    n = len(next(iter(per_sentence.values()))[ks[0]]) if per_sentence else 0
+        return result
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        done = [r for r in pool.map(one, range(len(texts))) if r is not None]
+    per_sentence = {m: {k: [d.drops[m][k] for d in done] for k in ks} for m in (done[0].drops if done else {})}
+    timing = {part: sum(d.seconds.get(part, 0.0) for d in done) / max(len(done), 1) for part in
+              (done[0].seconds if done else {})}
+    within = [c for d in done for c in d.complete]
     mean = {m: {k: float(np.mean(v)) for k, v in by_k.items()} for m, by_k in per_sentence.items()}
     stderr = {m: {k: float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0 for k, v in by_k.items()}
               for m, by_k in per_sentence.items()}
-    return Summary(n, tokens, mean, stderr, float(np.mean(within)) if within else float("nan"),
-                   {k: v / max(n, 1) for k, v in timing.items()})
+    return Summary(len(done), sum(d.tokens for d in done), mean, stderr,
+                   float(np.mean(within)) if within else float("nan"), timing)
 
 
 def table(summary: Summary, labels: dict[str, str], ks: tuple[int, ...] = KS) -> str:
@@ -159,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_checkpoint_arg(ap)
     cli.add_split_args(ap, "test_2016_flickr")
     ap.add_argument("--seed", type=int, default=0, help="for the random control (default 0)")
+    ap.add_argument("--workers", type=int, default=1, help="sentences attributed at once, in threads (with "
+                    "--threads 1 each keeps one core busy; default 1)")
     ap.add_argument("--write", action="store_true", help="store the result in the checkpoint's config.json "
                     "(\"faithfulness\"): the app's attribution page quotes it")
     ap.add_argument("--json", metavar="FILE", help="also write the result as JSON")
@@ -166,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ckpt = cli.load_or_exit(args)
     texts, _ = cli.read_split(args, ckpt)
     with tqdm(total=len(texts), file=sys.stderr, desc="attributing", unit="sent") as bar:
-        summary = evaluate(ckpt, texts, seed=args.seed, on_progress=bar.update)
+        summary = evaluate(ckpt, texts, seed=args.seed, workers=args.workers, on_progress=bar.update)
     labels = {k: m.label for k, m in methods(ckpt.config.n_decoder_layers).items()}
     result = summary.to_dict() | {"data": args.data, "split": args.split}
     print(table(summary, labels))

@@ -1,0 +1,65 @@
+"""The page "What the model used" under AppTest: it draws the methods, says what is missing and why,
+quotes a measured faithfulness when the checkpoint has one, and the step page shows its step's
+attribution beside the cross-attention."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import write_config_entry
+from tests.support import APP, goto, page_of
+
+MEASURED = {"sentences": 500, "tokens": 6000, "split": "test_2016_flickr", "data": "x",
+            "drop": {"alti": {"1": 2.5, "3": 4.0}, "attention.layer1": {"1": 2.0, "3": 3.5},
+                     "random": {"1": 0.3, "3": 0.9}},
+            "stderr": {"alti": {"1": 0.1, "3": 0.1}, "attention.layer1": {"1": 0.1, "3": 0.1},
+                       "random": {"1": 0.05, "3": 0.1}},
+            "measure": "mean drop", "ig_completeness_within_1pct": 1.0, "seconds_per_sentence": {}}
+
+
+@pytest.fixture
+def at(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.text_input(key="text").set_value("the cat sits").run()
+    return at
+
+
+def charts(at: AppTest) -> list[str]:
+    return [c.proto.id for c in at.get("plotly_chart")]
+
+
+def test_the_page_draws_the_chosen_methods_and_the_heads(at):
+    goto(at, "attribution")
+    assert not at.exception and page_of(at) == "attribution"
+    assert at.multiselect(key="attr_methods").value == ["attention.layer1", "alti", "integrated_gradients"]
+    assert sum("how faithful" in i.value.lower() for i in at.info) == 1           # not measured for this model
+    assert len(at.get("plotly_chart")) == 3 + 2                                    # 3 methods, shares, heads
+    at.selectbox(key="attr_reference").set_value("integrated_gradients").run()
+    assert not at.exception
+    at.toggle(key="attr_ig").set_value(False).run()
+    assert not at.exception and "integrated_gradients" not in at.multiselect(key="attr_methods").options
+    at.multiselect(key="attr_methods").set_value(["value_norm", "rollout"]).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 2 + 2
+
+
+def test_a_measured_faithfulness_is_quoted(app_checkpoints, tmp_path, monkeypatch):
+    measured = tmp_path / "checkpoints"                   # a copy: the app's cache keeps every loaded checkpoint
+    shutil.copytree(app_checkpoints, measured)
+    write_config_entry(measured / "multi30k-en-de", "faithfulness", MEASURED)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(measured))
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    goto(at, "attribution")
+    quote = " ".join(s.value for s in at.success)
+    assert "500 sentences" in quote and "2.50" in quote and "2.00" in quote and "0.30" in quote
+    assert not at.exception
+
+
+def test_the_step_page_shows_what_the_step_used(at):
+    at.radio(key="method").set_value("greedy").run()
+    goto(at, "step")
+    at.button(key="next").click().run()
+    assert not at.exception
+    assert any("came from the source" in c.value for c in at.caption)
