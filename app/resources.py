@@ -32,8 +32,8 @@ from model.trace import Recording, Trace
 from serving.admission import Gate
 from serving.batching import Batcher
 from serving.config import ServingConfig
-from serving.once import Once
 from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
+from serving.once import Once
 
 DEFAULT_CHECKPOINT = "multi30k-en-de"
 MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
