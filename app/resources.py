@@ -130,6 +130,11 @@ def get_attribution(path: str, text: str, opts: DecodeOptions, integrated: bool,
     return _attributions().get((path, text, opts, integrated), compute)
 
 
+def attribution_ready(path: str, text: str, opts: DecodeOptions, integrated: bool) -> bool:
+    """Whether get_attribution would answer at once."""
+    return _attributions().ready((path, text, opts, integrated))
+
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
     return encoder_trace(get_checkpoint(path), list(texts))

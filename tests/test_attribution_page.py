@@ -17,6 +17,7 @@ MEASURED = {"sentences": 500, "tokens": 6000, "split": "test_2016_flickr", "data
             "stderr": {"alti": {"1": 0.1, "3": 0.1}, "attention.layer1": {"1": 0.1, "3": 0.1},
                        "random": {"1": 0.05, "3": 0.1}},
             "measure": "mean drop", "ig_completeness_within_1pct": 1.0, "seconds_per_sentence": {}}
+IG = "Integrated gradients (baseline: zero embeddings)"     # how the methods list shows it
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def test_the_page_draws_the_chosen_methods_and_the_heads(at):
     at.selectbox(key="attr_reference").set_value("integrated_gradients").run()
     assert not at.exception
     at.toggle(key="attr_ig").set_value(False).run()
-    assert not at.exception and "integrated_gradients" not in at.multiselect(key="attr_methods").options
+    assert not at.exception and IG not in at.multiselect(key="attr_methods").options
     at.multiselect(key="attr_methods").set_value(["value_norm", "rollout"]).run()
     assert not at.exception and len(at.get("plotly_chart")) == 2 + 2
 
@@ -63,3 +64,13 @@ def test_the_step_page_shows_what_the_step_used(at):
     at.button(key="next").click().run()
     assert not at.exception
     assert any("came from the source" in c.value for c in at.caption)
+
+
+def test_a_long_sentence_waits_for_a_click_before_integrated_gradients(at):
+    at.radio(key="method").set_value("greedy").run()
+    at.text_input(key="text").set_value("the big dog runs in the park and the small cat sits on the red ball").run()
+    goto(at, "attribution")
+    assert not at.exception
+    assert IG not in at.multiselect(key="attr_methods").options
+    at.button(key="attr_ig_go").click().run()
+    assert not at.exception and IG in at.multiselect(key="attr_methods").options

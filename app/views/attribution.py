@@ -21,6 +21,8 @@ METHODS = setting("attr_methods", None, ())                 # the heatmaps shown
 INTEGRATED = setting("attr_ig", "ig", True, flag)            # compute integrated gradients
 REFERENCE = setting("attr_reference", None, "alti")          # what the heads are compared with
 JOINT = ("alti", "integrated_gradients", "grad_x_input", "rollout")
+LONG = 40                       # generated tokens above which integrated gradients wait for a click
+IG_SECONDS_PER_CELL = 0.0035    # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
 
 INTRO = ("A heatmap of attention shows where a head *looked*. What a prediction *depended on* is another "
          "question: a head can look hard at a token whose value vector is tiny, and the residual stream carries "
@@ -51,6 +53,12 @@ def _attribution(ctx: Context) -> Attribution | None:
     with_ig = toggle(st, INTEGRATED, "Integrated gradients (the slowest method: a few seconds)",
                      help="Adds up the gradient along a path from all-zero embeddings to the sentence's own; "
                           "computed once per sentence for everyone on this server.")
+    ex = ctx.explanation
+    generated, source = len(ex.result.tokens) + 1, len(ex.source_ids)
+    if with_ig and generated > LONG and not resources.attribution_ready(ctx.path, ex.text, ctx.settings.opts, True):
+        seconds = IG_SECONDS_PER_CELL * generated * (source + generated)
+        with_ig = st.button(f"Compute integrated gradients for this long sentence (about {seconds:.0f} s)",
+                            key="attr_ig_go", icon=":material/play_arrow:")
     bar = st.empty()
 
     def progress(done: int, total: int) -> None:
