@@ -8,6 +8,8 @@
     ctx.with_qkv        the explanation with each head's Q, K, V  } asked for, cached
     ctx.with_stream     the explanation with the residual stream  } per process
     ctx.knocked_out(h)  the explanation with heads h switched off }
+    ctx.attribution(ig) what each generated token used, by every method (with integrated gradients
+                        when ig), computed once per process
     ctx.encoder_batch(texts)  a padded batch of sentences through the encoder
     ctx.cursor          the step-through page's StepCursor (session state)
     ctx.figure(name, key, build)  a figure of this sentence, built once per process (key: what
@@ -30,6 +32,7 @@ import streamlit as st
 from app import resources, state
 from app.settings import Settings
 from app.state import StepCursor
+from model.attribution import Attribution
 from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import Explanation
@@ -77,6 +80,13 @@ class Context:
     @cached_property
     def with_qkv(self) -> Explanation:
         return self.recorded(WITH_QKV)
+
+    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None) -> Attribution:
+        """What each token of the translation used (model/attribution), computed once per process."""
+        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress)
+
+    def attribution_ready(self, integrated: bool) -> bool:
+        return resources.attribution_ready(self.figure_key, integrated)
 
     def knocked_out(self, heads: frozenset[str]) -> Explanation:
         return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, knockout=heads)

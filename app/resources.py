@@ -118,21 +118,19 @@ def _attributions() -> Once[Attribution]:
     return Once(keep=32)
 
 
-def get_attribution(path: str, text: str, opts: DecodeOptions, integrated: bool,
+def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated: bool,
                     on_progress: Callable[[int, int], None] | None = None) -> Attribution:
-    """Every attribution method's reading of the sentence's translation (model/attribution);
-    integrated: with integrated gradients (seconds; on_progress(done, total) per token, for the
-    session that computes). Once per process: a class on one link waits for one computation."""
-    def compute() -> Attribution:
-        ex = get_explanation(path, text, opts)
-        return attribute(get_checkpoint(path), ex.source_ids, ex.result.tokens, integrated=integrated,
-                         on_progress=on_progress)
-    return _attributions().get((path, text, opts, integrated), compute)
+    """Every attribution method's reading of a translation (model/attribution) of `ckpt`, whose
+    explanation `ex` is known by `key` (checkpoint path, text, options); integrated: with integrated
+    gradients (seconds; on_progress(done, total) per token, for the session that computes). Once per
+    process: a class on one link waits for one computation."""
+    return _attributions().get((key, integrated), lambda: attribute(
+        ckpt, ex.source_ids, ex.result.tokens, integrated=integrated, on_progress=on_progress))
 
 
-def attribution_ready(path: str, text: str, opts: DecodeOptions, integrated: bool) -> bool:
+def attribution_ready(key: Hashable, integrated: bool) -> bool:
     """Whether get_attribution would answer at once."""
-    return _attributions().ready((path, text, opts, integrated))
+    return _attributions().ready((key, integrated))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

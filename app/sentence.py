@@ -132,7 +132,7 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
 def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, integrated: bool = False) -> dict:
     """The trace format with its `attribution` part (docs/trace-format.md)."""
     out = explanation_json(ex, ckpt, settings.opts)
-    att = resources.get_attribution(str(settings.checkpoint), ex.text, settings.opts, integrated)
+    att = resources.get_attribution(ckpt, ex, (str(settings.checkpoint), ex.text, settings.opts), integrated)
     return out | {"attribution": attribution_json(att)}
 
 

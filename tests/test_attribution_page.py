@@ -37,13 +37,13 @@ def test_the_page_draws_the_chosen_methods_and_the_heads(at):
     assert not at.exception and page_of(at) == "attribution"
     assert at.multiselect(key="attr_methods").value == ["attention.layer1", "alti", "integrated_gradients"]
     assert sum("how faithful" in i.value.lower() for i in at.info) == 1           # not measured for this model
-    assert len(at.get("plotly_chart")) == 3 + 2                                    # 3 methods, shares, heads
+    assert len(at.get("plotly_chart")) == 3 + 2 + 2                                # 3 methods, shares, heads, one head
     at.selectbox(key="attr_reference").set_value("integrated_gradients").run()
     assert not at.exception
     at.toggle(key="attr_ig").set_value(False).run()
     assert not at.exception and IG not in at.multiselect(key="attr_methods").options
     at.multiselect(key="attr_methods").set_value(["value_norm", "rollout"]).run()
-    assert not at.exception and len(at.get("plotly_chart")) == 2 + 2
+    assert not at.exception and len(at.get("plotly_chart")) == 2 + 2 + 2
 
 
 def test_a_measured_faithfulness_is_quoted(app_checkpoints, tmp_path, monkeypatch):

@@ -9,11 +9,11 @@ import numpy as np
 import streamlit as st
 
 import figures
-from app import resources, sentence
+from app import sentence
 from app.context import Context
-from app.settings import flag, multiselect, selectbox, setting, toggle
+from app.settings import flag, layer_head, multiselect, selectbox, setting, toggle
 from app.ui import chart, csv_button
-from model.attribution import Attribution, Method, methods
+from model.attribution import Attribution, Method, methods, raw_attention, value_norm
 from model.attribution.attention import method_key
 from model.attribution.faithfulness import KS, RANDOM
 
@@ -46,6 +46,7 @@ def render(ctx: Context) -> None:
     _heatmaps(ctx, att, shown)
     _source_share(ctx, att)
     _heads(ctx, att)
+    _one_head(ctx, att)
     _downloads(ctx, att)
 
 
@@ -55,7 +56,7 @@ def _attribution(ctx: Context) -> Attribution | None:
                           "computed once per sentence for everyone on this server.")
     ex = ctx.explanation
     generated, source = len(ex.result.tokens) + 1, len(ex.source_ids)
-    if with_ig and generated > LONG and not resources.attribution_ready(ctx.path, ex.text, ctx.settings.opts, True):
+    if with_ig and generated > LONG and not ctx.attribution_ready(True):
         seconds = IG_SECONDS_PER_CELL * generated * (source + generated)
         with_ig = st.button(f"Compute integrated gradients for this long sentence (about {seconds:.0f} s)",
                             key="attr_ig_go", icon=":material/play_arrow:")
@@ -63,7 +64,7 @@ def _attribution(ctx: Context) -> Attribution | None:
 
     def progress(done: int, total: int) -> None:
         bar.progress(done / total, text=f"integrated gradients: token {done} of {total}")
-    att = resources.get_attribution(ctx.path, ctx.explanation.text, ctx.settings.opts, with_ig, progress)
+    att = ctx.attribution(with_ig, progress)
     bar.empty()
     for key, why in att.unavailable.items():
         if key in att.methods and not (key == "integrated_gradients" and not with_ig):
@@ -138,6 +139,26 @@ def _heads(ctx: Context, att: Attribution) -> None:
     st.caption("Near 1: the head's heatmap ranks the source tokens as the attribution does; near 0 or below: its "
                "picture tells little about what the token used." + (
                    f" Closest here: layer {best[0]}, head {best[1]} ({agreement[best]:.2f})." if best else ""))
+
+
+def _one_head(ctx: Context, att: Attribution) -> None:
+    """One head's raw weights beside its weights times value size (Kobayashi et al.), same scale."""
+    with st.expander("One head: its weights, and its weights × the size of what each token sends"):
+        cfg = ctx.checkpoint.config
+        layer, head = layer_head(st.columns(2), cfg.n_decoder_layers, cfg.n_heads)
+        columns = st.columns(2)
+        pictures = ((raw_attention(att.trace, layer, head), f"Attention, layer {layer}, head {head}"),
+                    (value_norm(att.trace, ctx.checkpoint.model, layer, head),
+                     f"Attention × value size, layer {layer}, head {head}"))
+        for where, (scores, title) in zip(columns, pictures):
+            src, pre = scores.normalised()
+            fig = ctx.figure("attribution_head", scores.method, lambda src=src, pre=pre, title=title:
+                             figures.attribution_heatmap(src, pre, att.source_tokens, att.prefix_tokens,
+                                                         att.generated_tokens, title=title))
+            chart(where, fig, key=f"attr_{scores.method}", settings=ctx.settings)
+        st.caption("Left: where the head looked (cross-attention for the source, masked self-attention for the "
+                   "output so far). Right: each look scaled by ‖αf(x)‖, the size of what the token sent through the "
+                   "head: a strong look at a token that sends little moves nothing.")
 
 
 def _faithfulness(ctx: Context) -> None:

@@ -7,7 +7,7 @@ import time
 import streamlit as st
 
 import figures
-from app import links, resources, state
+from app import links, state
 from app.context import Context
 from app.settings import setting, toggle
 from app.state import StepCursor
@@ -136,7 +136,7 @@ def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
     if hyp.tokens[1:] != final[:t] or t > len(final):
         st.caption("What the model used is computed for the final translation; this hypothesis is not its start.")
         return
-    att = resources.get_attribution(ctx.path, ctx.explanation.text, ctx.settings.opts, False)
+    att = ctx.attribution(False)
     key = "alti" if "alti" in att.scores else "grad_x_input"
     label = att.methods[key].label
     fig = ctx.figure("step_used", (record.step, chosen, key), lambda: figures.step_used_vs_looked(
