@@ -1,5 +1,5 @@
 """How long attribution takes on a checkpoint: every method but integrated gradients, then
-integrated gradients, for sentences of about 20 source tokens and one of 100 (median of --repeat).
+integrated gradients, for sentences of about 20 source tokens (median of --repeat) and one of about 100.
 
   python -m benchmarks.attribution_speed --checkpoint checkpoints/multi30k-en-de --threads 2
 
@@ -26,7 +26,9 @@ SENTENCES = [
 ]
 LONG = ("A group of young men in colourful shirts and dark trousers are standing together in front of an old "
         "stone building while a woman in a long red dress walks past them with a small brown dog, and two children "
-        "on bicycles ride down the narrow street towards the market where people are buying fresh fruit and bread.")
+        "on bicycles ride down the narrow street towards the market where people are buying fresh fruit and bread, "
+        "while an old man with a grey beard plays the accordion beside a fountain and a few tourists take photographs "
+        "of the busy square in the warm morning sun.")
 
 
 def timed(ckpt, text: str, repeat: int) -> dict[str, float]:
