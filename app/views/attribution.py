@@ -64,7 +64,8 @@ def _attribution(ctx: Context) -> Attribution | None:
 
     def progress(done: int, total: int) -> None:
         bar.progress(done / total, text=f"integrated gradients: token {done} of {total}")
-    att = ctx.attribution(with_ig, progress)
+    with st.spinner("Working out what the model used…", show_time=True):     # others wait for one computation
+        att = ctx.attribution(with_ig, progress)
     bar.empty()
     for key, why in att.unavailable.items():
         if key in att.methods and not (key == "integrated_gradients" and not with_ig):
