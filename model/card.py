@@ -133,7 +133,8 @@ def render_card(directory: str | Path) -> str:
         lines += [f"| {r['epoch']} | {r['step']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} | "
                   f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
         lines.append("")
-    lines += [*_decoding(config.get("decoding")), *_confidence(config.get("confidence")), "## Quality", ""]
+    lines += [*_decoding(config.get("decoding")), *_confidence(config.get("confidence")),
+              *_faithfulness(config.get("faithfulness")), "## Quality", ""]
     for report in evals:
         lines += _quality(report)
     if not evals:
@@ -230,6 +231,20 @@ def _confidence(entry: dict[str, Any] | None) -> list[str]:
                      [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}")
                       for name, r in entry.get("val", {}).items()])]
     return [*lines, ""]
+
+
+def _faithfulness(entry: dict[str, Any] | None) -> list[str]:
+    """How faithful each attribution method is on this model (`python -m model.attribution.faithfulness`)."""
+    if not entry:
+        return []
+    drop, err = entry["drop"], entry["stderr"]
+    rows = [(m, f"{drop[m]['1']:.2f} ± {err[m]['1']:.2f}", f"{drop[m]['3']:.2f} ± {err[m]['3']:.2f}")
+            for m in sorted(drop, key=lambda m: -drop[m]["1"])]
+    return ["## Attribution: how faithful each method is", "",
+            f"Mean drop of each generated token's log-probability when a method's top-1 / top-3 source tokens "
+            f"are hidden, over {entry['sentences']} sentences of {entry['split']} ({entry['tokens']} tokens, the "
+            f"model's own greedy translations; `random`: the control).", "",
+            *_table(("method", "top-1 hidden", "top-3 hidden"), rows), ""]
 
 
 def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:

@@ -53,3 +53,16 @@ def test_the_card_says_when_the_app_flags_a_translation(tokenizer, tmp_path):
     (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "confidence": confidence}))
     card = render_card(tmp_path / "m")
     assert "P(wrong) ≥ 0.44" in card and "| multi30k:val | 1014 | 108 | 44% | 4% |" in card
+
+
+def test_the_card_ranks_the_attribution_methods_by_faithfulness(tokenizer, tmp_path):
+    make_checkpoint(tokenizer, tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert "## Attribution" not in render_card(tmp_path / "m")
+    entry = {"sentences": 500, "tokens": 6000, "split": "test_2016_flickr",
+             "drop": {"random": {"1": 0.26, "3": 0.83}, "alti": {"1": 3.0, "3": 4.0}},
+             "stderr": {"random": {"1": 0.02, "3": 0.03}, "alti": {"1": 0.04, "3": 0.04}}}
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "faithfulness": entry}))
+    card = render_card(tmp_path / "m")
+    section = card.split("## Attribution")[1]
+    assert section.index("| alti | 3.00 ± 0.04 | 4.00 ± 0.04 |") < section.index("| random | 0.26 ± 0.02 |")
