@@ -81,9 +81,12 @@ class Context:
     def with_qkv(self) -> Explanation:
         return self.recorded(WITH_QKV)
 
-    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None) -> Attribution:
-        """What each token of the translation used (model/attribution), computed once per process."""
-        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress)
+    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
+                    gradients: bool = True) -> Attribution:
+        """What each token of the translation used (model/attribution), computed once per process;
+        gradients=False: only the attention methods and ALTI+ (one traced pass)."""
+        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress,
+                                         gradients)
 
     def attribution_ready(self, integrated: bool) -> bool:
         return resources.attribution_ready(self.figure_key, integrated)

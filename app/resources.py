@@ -119,7 +119,7 @@ def _attributions() -> Once[Attribution]:
 
 
 def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated: bool,
-                    on_progress: Callable[[int, int], None] | None = None) -> Attribution:
+                    on_progress: Callable[[int, int], None] | None = None, gradients: bool = True) -> Attribution:
     """Every attribution method's reading of a translation (model/attribution) of `ckpt`, whose
     explanation `ex` is known by `key` (checkpoint path, text, options); integrated: with integrated
     gradients (seconds; on_progress(done, total) per token, for the session that computes). Once per
@@ -130,7 +130,7 @@ def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated
 
 def attribution_ready(key: Hashable, integrated: bool) -> bool:
     """Whether get_attribution would answer at once."""
-    return _attributions().ready((key, integrated))
+    return _attributions().ready((key, integrated, True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -136,16 +136,17 @@ def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
     if hyp.tokens[1:] != final[:t] or t > len(final):
         st.caption("What the model used is computed for the final translation; this hypothesis is not its start.")
         return
-    att = ctx.attribution(False)
-    key = "alti" if "alti" in att.scores else "grad_x_input"
+    att = ctx.attribution(False, gradients=False)         # one traced pass: the first page stays quick
+    key = "alti" if "alti" in att.scores else "value_norm"
     label = att.methods[key].label
     fig = ctx.figure("step_used", (record.step, chosen, key), lambda: figures.step_used_vs_looked(
         att.source_tokens, hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t], label,
         title=f"step {record.step}: where it looked and what it used for {figures.label(att.generated_tokens[t])}"))
     chart(st, fig, key="step_used", settings=ctx.settings)
     share = att.scores[key].source_share()
-    st.caption(f"{share[t]:.0%} of this token came from the source by {label}, the rest from the output so far. "
-               "Every method, side by side: What the model used.")
+    said = "" if share is None else f"{share[t]:.0%} of this token came from the source by {label}, the rest from " \
+                                    "the output so far. "
+    st.caption(said + "Every method, side by side: What the model used.")
 
 
 def _token_confidence(ctx: Context) -> None:

@@ -113,9 +113,11 @@ def traced_pass(ckpt: Checkpoint, source: list[int], output: list[int]) -> tuple
 
 
 def attribute(ckpt: Checkpoint, source: list[int], output: list[int], integrated: bool = True,
-              ig_steps: int = IG_STEPS, on_progress: Callable[[int, int], None] | None = None) -> Attribution:
+              ig_steps: int = IG_STEPS, on_progress: Callable[[int, int], None] | None = None,
+              gradients: bool = True) -> Attribution:
     """Every method's attribution of `output` (ids, no EOS) given `source` (ids with EOS).
-    integrated: also integrated gradients (the slow one; on_progress(done, total) per token)."""
+    integrated: also integrated gradients (the slow one; on_progress(done, total) per token);
+    gradients=False: only what one traced pass gives (attention methods and ALTI+, a few ms)."""
     model, cfg = ckpt.model, ckpt.config
     clock = _Clock()
     trace, log_probs = traced_pass(ckpt, source, output)
@@ -132,15 +134,18 @@ def attribute(ckpt: Checkpoint, source: list[int], output: list[int], integrated
         unavailable["alti"] = str(exc)
     clock.lap("attention")
     p = Pass.of(model, source, output)
-    scores["grad_x_input"] = gradient_x_input(model, p)
-    clock.lap("grad_x_input")
+    if gradients:
+        scores["grad_x_input"] = gradient_x_input(model, p)
+        clock.lap("grad_x_input")
     ig = None
-    if integrated:
+    if integrated and gradients:
         ig = integrated_gradients(model, p, ig_steps, on_progress=on_progress)
         scores["integrated_gradients"] = ig.scores
         clock.lap("integrated_gradients")
     else:
         unavailable["integrated_gradients"] = "not computed (the slow method; ask for it)"
+    if not gradients:
+        unavailable["grad_x_input"] = "not computed (gradients not asked for)"
     order = methods(cfg.n_decoder_layers)
     scores = {k: scores[k] for k in order if k in scores}
     return Attribution(trace.source_tokens[0], trace.target_tokens[0], ckpt.tgt_tokenizer.pieces(output + [cfg.eos_id]),
