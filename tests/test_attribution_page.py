@@ -63,7 +63,10 @@ def test_the_step_page_shows_what_the_step_used(at):
     goto(at, "step")
     at.button(key="next").click().run()
     assert not at.exception
-    assert any("came from the source" in c.value for c in at.caption)
+    assert any("came from the source" in m.value and "Where it looked" in m.value for m in at.markdown)
+    before = len(at.get("plotly_chart"))
+    at.toggle(key="step_used_chart").set_value(True).run()
+    assert not at.exception and len(at.get("plotly_chart")) == before + 1
 
 
 def test_a_long_sentence_waits_for_a_click_before_integrated_gradients(at):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import streamlit as st
 
 import figures
@@ -17,6 +18,7 @@ from model.decoding import StepRecord
 from model.readings import first_divergence, tree_until
 
 ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
+STEP_USED_CHART = setting("step_used_chart", None, False)   # the step's attribution as a chart too
 PLAY_DELAY_S = 0.7
 CAPTIONS = {
     "greedy": "Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "
@@ -130,7 +132,9 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
 
 def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
     """What the token of this step used (ALTI+) beside where it looked, for a hypothesis that is the
-    start of the final translation (the attribution is the final translation's, one per sentence)."""
+    start of the final translation (the attribution is the final translation's, one per sentence):
+    a line of text, and on request a chart (each chart on this page costs every student in a class
+    its sending: BENCHMARKS.md, session 13)."""
     hyp, final = record.hypotheses[chosen], ctx.explanation.result.tokens
     t = len(hyp.tokens) - 1                                  # its tokens: the start symbol, then t outputs
     if hyp.tokens[1:] != final[:t] or t > len(final):
@@ -138,15 +142,25 @@ def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
         return
     att = ctx.attribution(False, gradients=False)         # one traced pass: the first page stays quick
     key = "alti" if "alti" in att.scores else "value_norm"
-    label = att.methods[key].label
-    fig = ctx.figure("step_used", (record.step, chosen, key), lambda: figures.step_used_vs_looked(
-        att.source_tokens, hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t], label,
-        title=f"step {record.step}: where it looked and what it used for {figures.label(att.generated_tokens[t])}"))
-    chart(st, fig, key="step_used", settings=ctx.settings)
+    label, looked, used = att.methods[key].label, hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t]
     share = att.scores[key].source_share()
-    said = "" if share is None else f"{share[t]:.0%} of this token came from the source by {label}, the rest from " \
-                                    "the output so far. "
-    st.caption(said + "Every method, side by side: What the model used.")
+    st.markdown(f"**What {figures.label(att.generated_tokens[t])} used** ({label}): {_top(att.source_tokens, used)}"
+                + ("" if share is None else f"; {share[t]:.0%} of it came from the source, the rest from the output "
+                                            "so far")
+                + f". **Where it looked** (cross-attention, heads averaged): {_top(att.source_tokens, looked)}.")
+    if toggle(st, STEP_USED_CHART, "Chart: where it looked beside what it used",
+              help="Every method, side by side: the page What the model used."):
+        fig = ctx.figure("step_used", (record.step, chosen, key), lambda: figures.step_used_vs_looked(
+            att.source_tokens, looked, used, label,
+            title=f"step {record.step}: where it looked and what it used for {figures.label(att.generated_tokens[t])}"))
+        chart(st, fig, key="step_used", settings=ctx.settings)
+
+
+def _top(tokens: list[str], values: np.ndarray, k: int = 3) -> str:
+    """The k source tokens with the largest shares, e.g. "▁red 56 %, ▁apple 15 %"."""
+    v = np.abs(np.asarray(values, dtype=float))
+    v = v / v.sum() if v.sum() > 0 else v
+    return ", ".join(f"{figures.label(tokens[i])} {v[i]:.0%}" for i in np.argsort(-v, kind="stable")[:k])
 
 
 def _token_confidence(ctx: Context) -> None:
