@@ -24,6 +24,11 @@ SENTENCES = [
     "Two young children in red jackets are running through the snow towards their parents.",
     "A woman with long brown hair is reading a book while sitting on a wooden bench in the park.",
 ]
+GERMAN = [
+    "Ein Mann in einem blauen Hemd und einem schwarzen Hut spielt an einer belebten Straßenecke Gitarre.",
+    "Zwei kleine Kinder in roten Jacken laufen durch den Schnee auf ihre Eltern zu.",
+    "Eine Frau mit langen braunen Haaren liest ein Buch, während sie im Park auf einer Holzbank sitzt.",
+]
 LONG = ("A group of young men in colourful shirts and dark trousers are standing together in front of an old "
         "stone building while a woman in a long red dress walks past them with a small brown dog, and two children "
         "on bicycles ride down the narrow street towards the market where people are buying fresh fruit and bread, "
@@ -56,12 +61,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     ckpt = load_checkpoint(args.checkpoint)
     attribute(ckpt, source_ids(ckpt, "A dog."), [5], integrated=True)           # warm-up
-    rows = [timed(ckpt, s, args.repeat) for s in SENTENCES] + [timed(ckpt, LONG, 1)]
+    sentences = GERMAN if ckpt.src_lang == "de" else SENTENCES
+    rows = [timed(ckpt, s, args.repeat) for s in sentences] + ([timed(ckpt, LONG, 1)] if ckpt.src_lang == "en" else [])
     print(f"{'source':>6} {'generated':>9} {'all but IG (s)':>15} {'IG (s)':>7} {'IG points':>9}")
     for r in rows:
         print(f"{r['source']:>6} {r['generated']:>9} {r['fast_s']:>15.3f} {r['ig_s']:>7.2f} {r['ig_points']:>9.0f}")
+    short = rows[: len(sentences)]
     print("median of the ~20-token sentences: all but IG "
-          f"{np.median([r['fast_s'] for r in rows[:-1]]):.3f} s, IG {np.median([r['ig_s'] for r in rows[:-1]]):.2f} s")
+          f"{np.median([r['fast_s'] for r in short]):.3f} s, IG {np.median([r['ig_s'] for r in short]):.2f} s")
 
 
 if __name__ == "__main__":
