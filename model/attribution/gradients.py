@@ -8,7 +8,7 @@ positional encoding is added).
                            prefix; the positional encodings stay). Completeness: the scores of a
                            token sum to log p(y_t | e) - log p(y_t | e'); the quadrature is refined
                            until they do within 1 % (a translation model's path is far from smooth:
-                           log p often jumps by several nats within a twentieth of it).
+                           log p often jumps by several nats within a tenth of it).
 
 Gradients are taken with `torch.autograd.grad` with respect to the embeddings only: nothing is
 written to the shared model's parameters, so several threads may do this at once.
