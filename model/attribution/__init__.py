@@ -36,6 +36,7 @@ from model.attribution.scores import Scores
 from model.checkpoint import Checkpoint
 from model.decoding import forced_decode
 from model.trace import Recording, Trace
+from model.transformer import Transformer
 
 RECORDING = Recording(qkv=True, stream=True)     # what the attention methods read from a trace
 
@@ -121,35 +122,40 @@ def attribute(ckpt: Checkpoint, source: list[int], output: list[int], integrated
     model, cfg = ckpt.model, ckpt.config
     clock = _Clock()
     trace, log_probs = traced_pass(ckpt, source, output)
+    scores, unavailable = trace_methods(trace, model)
+    clock.lap("attention")
+    ig = None
+    if gradients:
+        p = Pass.of(model, source, output)
+        scores["grad_x_input"] = gradient_x_input(model, p)
+        clock.lap("grad_x_input")
+        if integrated:
+            ig = integrated_gradients(model, p, ig_steps, on_progress=on_progress)
+            scores["integrated_gradients"] = ig.scores
+            clock.lap("integrated_gradients")
+    else:
+        unavailable["grad_x_input"] = "not computed (gradients not asked for)"
+    if ig is None:
+        unavailable["integrated_gradients"] = "not computed (the slow method; ask for it)"
+    order = methods(cfg.n_decoder_layers)
+    return Attribution(trace.source_tokens[0], trace.target_tokens[0], ckpt.tgt_tokenizer.pieces(output + [cfg.eos_id]),
+                       log_probs, {k: scores[k] for k in order if k in scores}, order, unavailable, ig, trace,
+                       clock.laps)
+
+
+def trace_methods(trace: Trace, model: Transformer) -> tuple[dict[str, Scores], dict[str, str]]:
+    """What one trace recorded with RECORDING gives: raw attention and value norms (averaged and per
+    layer), rollout, ALTI+; and the methods that cannot be computed for this model, with why."""
     scores: dict[str, Scores] = {}
-    for layer in (None, *range(cfg.n_decoder_layers)):
-        for compute in (raw_attention, lambda tr, layer: value_norm(tr, model, layer)):
-            s = compute(trace, layer)
+    for layer in (None, *range(model.cfg.n_decoder_layers)):
+        for s in (raw_attention(trace, layer), value_norm(trace, model, layer)):
             scores[s.method] = s
     scores["rollout"] = cross_rollout(trace)
-    unavailable: dict[str, str] = {}
     try:
         scores["alti"] = alti_plus(trace, model)
     except AltiUnavailable as exc:
-        unavailable["alti"] = str(exc)
-    clock.lap("attention")
-    p = Pass.of(model, source, output)
-    if gradients:
-        scores["grad_x_input"] = gradient_x_input(model, p)
-        clock.lap("grad_x_input")
-    ig = None
-    if integrated and gradients:
-        ig = integrated_gradients(model, p, ig_steps, on_progress=on_progress)
-        scores["integrated_gradients"] = ig.scores
-        clock.lap("integrated_gradients")
-    else:
-        unavailable["integrated_gradients"] = "not computed (the slow method; ask for it)"
-    if not gradients:
-        unavailable["grad_x_input"] = "not computed (gradients not asked for)"
-    order = methods(cfg.n_decoder_layers)
-    scores = {k: scores[k] for k in order if k in scores}
-    return Attribution(trace.source_tokens[0], trace.target_tokens[0], ckpt.tgt_tokenizer.pieces(output + [cfg.eos_id]),
-                       log_probs, scores, order, unavailable, ig, trace, clock.laps)
+        return scores, {"alti": str(exc)}
+    return scores, {}
 
 
 class _Clock:
