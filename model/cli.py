@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 
 import torch
@@ -116,6 +117,21 @@ def load_or_exit(args: argparse.Namespace) -> Checkpoint:
 
 def _tokenizer_protos(ckpt: Checkpoint) -> tuple[bytes, bytes]:
     return ckpt.src_tokenizer.proto, ckpt.tgt_tokenizer.proto
+
+
+def write_json(out: str, value: object, said: str = "") -> None:
+    """Write `value` as JSON to the file `out` ('-': standard output); exits with one line if it
+    cannot be written; then "wrote OUT" (and `said`) on stderr."""
+    text = json.dumps(value, ensure_ascii=False)
+    if out == "-":
+        sys.stdout.write(text + "\n")
+        return
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        fail(f"{out}: cannot be written ({exc})")
+    print(f"wrote {out}{said}", file=sys.stderr)
 
 
 def fail(message: str) -> "NoReturn":  # noqa: F821

@@ -13,14 +13,15 @@ from app import sentence
 from app.context import Context
 from app.settings import flag, layer_head, multiselect, selectbox, setting, toggle
 from app.ui import chart, csv_button
+from figures.attribution import PREFIX_MARK
 from model.attribution import Attribution, Method, methods, raw_attention, value_norm
 from model.attribution.attention import method_key
 from model.attribution.faithfulness import KS, RANDOM
 
 METHODS = setting("attr_methods", None, ())                 # the heatmaps shown (default: below)
 INTEGRATED = setting("attr_ig", "ig", True, flag)            # compute integrated gradients
-REFERENCE = setting("attr_reference", None, "alti")          # what the heads are compared with
 JOINT = ("alti", "integrated_gradients", "grad_x_input", "rollout")
+REFERENCE = setting("attr_reference", "reference", "alti", choices=JOINT)   # what the heads are compared with
 LONG = 40                       # generated tokens above which integrated gradients wait for a click
 IG_SECONDS_PER_CELL = 0.0035    # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
 
@@ -40,8 +41,6 @@ def render(ctx: Context) -> None:
     _faithfulness(ctx)
     n_layers = ctx.checkpoint.config.n_decoder_layers
     att = _attribution(ctx)
-    if att is None:
-        return
     shown = _methods_ui(att, n_layers)
     _heatmaps(ctx, att, shown)
     _source_share(ctx, att)
@@ -50,7 +49,7 @@ def render(ctx: Context) -> None:
     _downloads(ctx, att)
 
 
-def _attribution(ctx: Context) -> Attribution | None:
+def _attribution(ctx: Context) -> Attribution:
     with_ig = toggle(st, INTEGRATED, "Integrated gradients (the slowest method: a few seconds)",
                      help="Adds up the gradient along a path from all-zero embeddings to the sentence's own; "
                           "computed once per sentence for everyone on this server.")
@@ -90,7 +89,8 @@ def _heatmaps(ctx: Context, att: Attribution, shown: list[str]) -> None:
         chart(where, fig, key=f"attr_{key}", settings=ctx.settings)
         where.caption(_caveat(att, key, method))
         csv_button(where, np.concatenate([att.scores[key].source, att.scores[key].prefix], axis=1),
-                   att.generated_tokens, att.source_tokens + ["→" + p for p in att.prefix_tokens], f"attribution-{key}")
+                   att.generated_tokens, att.source_tokens + [PREFIX_MARK + p for p in att.prefix_tokens],
+                   f"attribution-{key}")
 
 
 def _caveat(att: Attribution, key: str, method: Method) -> str:

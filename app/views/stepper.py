@@ -10,7 +10,7 @@ import streamlit as st
 import figures
 from app import links, state
 from app.context import Context
-from app.settings import setting, toggle
+from app.settings import flag, setting, toggle
 from app.state import StepCursor
 from app.ui import chart
 from model.confidence import LOW_TOKEN_PROB
@@ -18,7 +18,7 @@ from model.decoding import StepRecord
 from model.readings import first_divergence, tree_until
 
 ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
-STEP_USED_CHART = setting("step_used_chart", None, False)   # the step's attribution as a chart too
+STEP_USED_CHART = setting("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too
 PLAY_DELAY_S = 0.7
 CAPTIONS = {
     "greedy": "Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "

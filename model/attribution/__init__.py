@@ -50,11 +50,12 @@ class Method:
 
 def methods(n_layers: int) -> dict[str, Method]:
     """Every method `attribute` computes, in the order pages list them."""
+    def per_layer(base: str, label: str, caveat: str) -> list[Method]:
+        return [Method(method_key(base, i), f"{label}, layer {i}", caveat) for i in range(n_layers)]
     out = [Method("attention", "Attention (all layers, heads averaged)",
                   "Where the heads looked, not what they carried: a head may look hard at a token whose "
                   "value is tiny, and the residual stream bypasses attention altogether.")]
-    out += [Method(method_key("attention", i), f"Attention, layer {i}", "One layer's weights, heads averaged.")
-            for i in range(n_layers)]
+    out += per_layer("attention", "Attention", "One layer's weights, heads averaged.")
     out += [
         Method("rollout", "Attention rollout (through cross-attention)",
                "Assumes attention and the residual count equally, every head the same, and that values "
@@ -63,8 +64,7 @@ def methods(n_layers: int) -> dict[str, Method]:
                "Weights each look by the size of what the token sends, ||αf(x)||; still one sublayer "
                "at a time, without the residual."),
     ]
-    out += [Method(method_key("value_norm", i), f"Attention × value size, layer {i}", "One layer.")
-            for i in range(n_layers)]
+    out += per_layer("value_norm", "Attention × value size", "One layer.")
     out += [
         Method("alti", "ALTI+ (contributions through every layer)",
                "Follows every sublayer, residual and LayerNorm; treats the feed-forward layers as "

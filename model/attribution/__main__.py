@@ -14,7 +14,6 @@ Unusable lines (empty, too long) give an object with an "error" and no attributi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -22,7 +21,7 @@ from tqdm import tqdm
 
 from model.attribution import attribute, attribution_json
 from model.checkpoint import Checkpoint
-from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
+from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
 from model.decoding import DecodeOptions
 from model.pipeline import InputError, decode_many, source_ids
 from model.translate import input_lines, read_input
@@ -67,16 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"{args.input}: cannot be read ({exc})")
         result = [attribution_of(ckpt, line, opts, not args.no_integrated)
                   for line in tqdm(lines, file=sys.stderr, desc="attributing", unit="sent")]
-    text = json.dumps(result, ensure_ascii=False)
-    if args.out == "-":
-        sys.stdout.write(text + "\n")
-        return 0
-    try:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        fail(f"{args.out}: cannot be written ({exc})")
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_json(args.out, result)
     return 0
 
 

@@ -13,11 +13,10 @@ probability and rank. Exit code 2 and one line on stderr for unusable input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 
-from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit
+from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
 from model.pipeline import InputError, explain, explanation_json
 from model.trace import Recording
 
@@ -43,16 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                      recording=Recording(scores=True, stream=args.stream))
     except InputError as exc:
         fail(str(exc))
-    text = json.dumps(explanation_json(ex, ckpt, opts), ensure_ascii=False)
-    if args.out == "-":
-        sys.stdout.write(text + "\n")
-    else:
-        try:
-            with open(args.out, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as exc:
-            fail(f"{args.out}: cannot be written ({exc})")
-        print(f"wrote {args.out}: {ex.output!r}", file=sys.stderr)
+    write_json(args.out, explanation_json(ex, ckpt, opts), f": {ex.output!r}")
     return 0
 
 
