@@ -9,6 +9,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sentencepiece as spm
 import torch
@@ -263,3 +264,17 @@ def test_every_page_works_on_an_imported_model(ours, monkeypatch):
     assert any("**Imported**" in m.value for m in at.markdown)
     goto(at, "positional")
     assert any("cosines in the second" in c.value for c in at.caption)
+
+
+def test_every_head_of_an_imported_model_across_a_set(ours):
+    """Marian's start symbol is <pad>: the statistics must not take it for padding."""
+    from model.heads import compute, sentence_set
+    stats = compute(ours, sentence_set(ours, [*TEXTS, "", "the dog " * 40], "marian"),
+                    DecodeOptions("greedy"), knockout_sentences=2, agreement_sentences=2)
+    assert len(stats.sentences) == 3 and len(stats.skipped) == 2
+    for kind in stats.kinds.values():
+        assert kind.knockout.shape == (2, 4) and not np.isnan(kind.knockout).any()
+        assert np.allclose(sum(kind.means[m] for m in ("left", "previous", "same", "next", "right")), 1.0)
+    decoder = stats.kinds["decoder_self"]
+    assert decoder.rows == sum(len(t) - 1 for t in stats.target_tokens)    # every row after the start symbol
+    assert stats.agreement_sentences == 2 and stats.kinds["cross"].agreement is not None

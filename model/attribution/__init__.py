@@ -21,7 +21,6 @@ model/attribution/faithfulness.py measures which one the model's predictions dep
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from model.attribution.gradients import IG_STEPS, IntegratedGradients, Pass, gra
 from model.attribution.scores import Scores
 from model.checkpoint import Checkpoint
 from model.decoding import forced_decode
+from model.laps import Laps
 from model.trace import Recording, Trace
 from model.transformer import Transformer
 
@@ -120,7 +120,7 @@ def attribute(ckpt: Checkpoint, source: list[int], output: list[int], integrated
     integrated: also integrated gradients (the slow one; on_progress(done, total) per token);
     gradients=False: only what one traced pass gives (attention methods and ALTI+, a few ms)."""
     model, cfg = ckpt.model, ckpt.config
-    clock = _Clock()
+    clock = Laps()
     trace, log_probs = traced_pass(ckpt, source, output)
     scores, unavailable = trace_methods(trace, model)
     clock.lap("attention")
@@ -156,16 +156,6 @@ def trace_methods(trace: Trace, model: Transformer) -> tuple[dict[str, Scores], 
     except AltiUnavailable as exc:
         return scores, {"alti": str(exc)}
     return scores, {}
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[name], self._last = now - self._last, now
 
 
 def attribution_json(att: Attribution) -> dict[str, Any]:
