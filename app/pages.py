@@ -17,7 +17,20 @@ import streamlit as st
 from app import resources, sentence, state
 from app.context import Context
 from app.settings import Settings
-from app.views import attribution, card, explore, head, knockout, lab, lesson, masks, overview, positional, stepper
+from app.views import (
+    attribution,
+    card,
+    explore,
+    head,
+    heads,
+    knockout,
+    lab,
+    lesson,
+    masks,
+    overview,
+    positional,
+    stepper,
+)
 from model.checkpoint import CheckpointError
 from serving.admission import Waiting
 
@@ -41,6 +54,7 @@ PAGES: tuple[Page, ...] = (
     Page("head", "Inside one head", ":material/center_focus_strong:", head.render),
     Page("knockout", "Head knockout", ":material/block:", knockout.render),
     Page("attribution", "What the model used", ":material/insights:", attribution.render),
+    Page("heads", "Heads across the corpus", ":material/view_module:", heads.render, takes_sentence=False),
     Page("lab", "Training lab", ":material/model_training:", lab.render, takes_sentence=False),
     Page("card", "Model card & training", ":material/description:", card.render, takes_sentence=False),
 )

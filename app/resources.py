@@ -15,9 +15,12 @@ import streamlit as st
 import torch
 
 from figures import Display
+from model import heads
 from model.attribution import Attribution, attribute
 from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
 from model.decoding import DecodeOptions, DecodeResult
+from model.heads import HeadStatistics
+from model.heads import store as heads_store
 from model.pipeline import (
     SCORES,
     Explanation,
@@ -131,6 +134,43 @@ def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated
 def attribution_ready(key: Hashable, integrated: bool) -> bool:
     """Whether get_attribution would answer at once."""
     return _attributions().ready((key, integrated, True))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def weights_fingerprint(path: str) -> str:
+    """The fingerprint of a checkpoint's weights (model/heads), once per process (~0.04 s)."""
+    return heads.fingerprint(get_checkpoint(path).model)
+
+
+def get_head_statistics(path: str) -> tuple[HeadStatistics | None, str]:
+    """The checkpoint's head statistics file if it is current (else None and why not), read once per
+    process and version of the file."""
+    file = heads_store.default_path(path)
+    try:
+        version = file.stat().st_mtime_ns
+    except OSError:
+        return None, f"{file.name} has not been computed for this model yet"
+    return _head_statistics(str(file), version, weights_fingerprint(path))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _head_statistics(file: str, version: int, weights: str) -> tuple[HeadStatistics | None, str]:
+    return heads_store.current(file, weights)
+
+
+@st.cache_resource(show_spinner=False)
+def _head_computations() -> Once[HeadStatistics]:
+    return Once(keep=4)
+
+
+def compute_head_statistics(path: str, sentences: heads.SentenceSet,
+                            on_progress: heads.Progress | None = None) -> HeadStatistics:
+    """Compute a checkpoint's head statistics over `sentences` and write them beside it, once per
+    process (a second session asking meanwhile waits for the first)."""
+    ckpt, weights = get_checkpoint(path), weights_fingerprint(path)
+    key = (path, weights, heads.digest(sentences.texts))
+    return _head_computations().get(key, lambda: heads_store.load_or_compute(
+        ckpt, lambda: sentences, weights=weights, on_progress=on_progress, replace=True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

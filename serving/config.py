@@ -11,6 +11,7 @@
 | TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
 | TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
 | TRANSFORMER_LAB_LOCKS | unset | lock-file directory: lab slots per machine (set by `make serve`) |
+| TRANSFORMER_DATA | ../shared/data/multi30k | the default sentences of "Heads across the corpus" |
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class ServingConfig:
     lab_max_seconds: float = 180.0    # a lab run's time cap
     lab_threads: int = 1              # torch threads of a lab run's process
     lab_locks: Path | None = None
+    data: Path = ROOT.parent / "shared" / "data" / "multi30k"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, cores: int | None = None) -> ServingConfig:
@@ -55,4 +57,5 @@ class ServingConfig:
             lab_max_seconds=float(env.get("TRANSFORMER_LAB_MAX_SECONDS") or 180),
             lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),
             lab_locks=Path(env["TRANSFORMER_LAB_LOCKS"]) if env.get("TRANSFORMER_LAB_LOCKS") else None,
+            data=Path(env.get("TRANSFORMER_DATA") or cls.data),
         )

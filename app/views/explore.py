@@ -51,6 +51,9 @@ def _one_head(ctx: Context, where, matrix: np.ndarray, rows: list[str], cols: li
         col_title=f"{kind.key_side} (key)", highlight_row=picked), cache=False)
     chart(where, fig, key="single", settings=ctx.settings)
     csv_button(where, matrix, rows, cols, f"{kind.name}-layer{layer}-head{head}")
+    if where.button("This head across the corpus", key="explore_corpus", icon=":material/view_module:",
+                    help="what this head does over a whole test set: its role, profile and knockout cost"):
+        ctx.open("heads")
 
 
 def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:

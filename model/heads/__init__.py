@@ -211,9 +211,13 @@ def compute(ckpt: Checkpoint, sentences: SentenceSet, opts: DecodeOptions | None
         n_ko, n_ag, notes, kinds, clock.laps)
 
 
+def digest(texts: Sequence[str]) -> str:
+    """sha256 of a set's usable sentences: which set a file was computed over."""
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()
+
+
 def _input_summary(s: SentenceSet) -> dict[str, Any]:
-    digest = hashlib.sha256("\n".join(s.texts).encode()).hexdigest()
-    return {"name": s.name, "lines": len(s.texts) + len(s.skipped), "usable": len(s.texts), "sha256": digest}
+    return {"name": s.name, "lines": len(s.texts) + len(s.skipped), "usable": len(s.texts), "sha256": digest(s.texts)}
 
 
 def _translate(ckpt: Checkpoint, ids: list[list[int]], opts: DecodeOptions, progress: Progress) -> list[list[int]]:

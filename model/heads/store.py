@@ -124,14 +124,15 @@ def current(path: str | Path, weights: str) -> tuple[HeadStatistics | None, str]
 
 def load_or_compute(ckpt: Checkpoint, read: Callable[[], SentenceSet], path: str | Path | None = None,
                     opts: DecodeOptions | None = None, weights: str | None = None,
-                    on_progress: Progress | None = None, **kw: Any) -> HeadStatistics:
-    """The statistics in `path` (default: the checkpoint's own file) when they are current, else
-    computed over read() (raises StatisticsError) and written there; a directory that cannot be
-    written keeps them in memory only (said in the result's notes). kw: compute()'s limits."""
+                    on_progress: Progress | None = None, replace: bool = False, **kw: Any) -> HeadStatistics:
+    """The statistics in `path` (default: the checkpoint's own file) when they are current (and
+    not `replace`), else computed over read() (raises StatisticsError) and written there; a
+    directory that cannot be written keeps them in memory only (said in the result's notes).
+    kw: compute()'s limits."""
     path = Path(path) if path is not None else default_path(ckpt.path)
     weights = weights or fingerprint(ckpt.model)
     stats, _ = current(path, weights)
-    if stats is not None:
+    if stats is not None and not replace:
         return stats
     stats = compute(ckpt, read(), opts, on_progress=on_progress, weights=weights, **kw)
     try:
