@@ -146,3 +146,29 @@ def test_faithfulness_bars_most_faithful_first():
 def test_step_used_vs_looked_compares_shares():
     fig = figures.step_used_vs_looked(list("abc"), np.array([2.0, 1.0, 1.0]), np.array([-1.0, 0.0, 3.0]), "IG")
     assert np.allclose(fig.data[0].y, [0.5, 0.25, 0.25]) and np.allclose(fig.data[1].y, [0.25, 0.0, 0.75])
+
+
+# ---- heads across the corpus ----------------------------------------------------------------------
+def test_the_heads_grid_writes_value_and_role_in_every_cell():
+    from figures.heads import head_grid
+    values = np.array([[0.1, np.nan], [-0.3, 0.2]])
+    roles = [["previous token", "mixed"], ["diagonal / alignment", "focused, by content"]]
+    fig = head_grid(values, roles, "t", "cost", signed=True, selected=(1, 0))
+    hm = fig.data[0]
+    assert hm.text[0][0] == "<b>0.10</b><br>previous token" and hm.text[0][1].startswith("<b>–</b>")
+    assert hm.text[1][1].endswith("focused") and hm.zmid == 0 and hm.zmin == -0.3
+    assert fig.layout.shapes[0].x0 == -0.5 and fig.layout.shapes[0].y0 == 0.5      # layer 1, head 0 outlined
+    plain = head_grid(np.abs(values), roles, "t", "share")
+    assert plain.data[0].meta == "sequential" and plain.data[0].zmid is None
+
+
+def test_the_offset_profile_and_the_query_key_map():
+    from figures.heads import offset_profile, qk_map
+    shares = {"left": 0.1, "previous": 0.5, "same": 0.2, "next": 0.1, "right": 0.1}
+    fig = offset_profile(shares, {"end of sentence": 0.3}, "t")
+    assert list(fig.data[0].y[:5]) == [0.1, 0.5, 0.2, 0.1, 0.1] and fig.data[0].x[-1] == "end of sentence"
+    assert len(set(fig.data[0].marker.color)) == 2                  # the extra share is told apart
+    fig = qk_map(np.zeros((3, 2)), np.ones((2, 2)), ["a", "<b>", "c"], ["x", "y"], "t")
+    queries, keys = fig.data
+    assert (len(queries.x), len(keys.x)) == (3, 2) and queries.text[1] == "&lt;b&gt;"
+    assert queries.marker.symbol != keys.marker.symbol and queries.marker.color != keys.marker.color

@@ -14,7 +14,7 @@ from app.settings import HEAD, LAYER, TEXT, layer_head, radio, selectbox, settin
 from app.ui import chart
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
-from model.heads import DEFAULT_SPLIT, HeadStatistics, KindStatistics, StatisticsError, read_set, sentence_set
+from model.heads import HeadStatistics, KindStatistics, StatisticsError, read_set, sentence_set
 from model.heads.roles import RULES
 from model.kinds import ATTENTION_KINDS
 
@@ -187,6 +187,12 @@ def _profile(ctx: Context, stats: HeadStatistics, name: str, layer: int, head: i
     _sentences(ctx, stats, k, name, layer, head)
 
 
+def _choose(text: str, kind: str, layer: int, head: int) -> None:
+    """Before the next run draws any widget: the explorer's sentence, kind, layer and head."""
+    for setting_, value in ((TEXT, text), (KIND, kind), (LAYER, layer), (HEAD, head)):
+        state.set_widget(setting_.name, value)
+
+
 def _or_dash(value: float, fmt: str) -> str:
     return "–" if value != value else fmt.format(value)       # nan: not measured
 
@@ -217,11 +223,6 @@ def _sentences(ctx: Context, stats: HeadStatistics, k: KindStatistics, name: str
             text = stats.sentences[int(s)]
             col.markdown(f"{rank + 1}. {text}  \n→ {stats.translations[int(s)]}")
             if col.button("open in the explorer", key=f"heads_open_{tag}{rank}", icon=":material/grid_view:",
-                          type="tertiary", help="this sentence, this kind of attention, this layer and head"):
-                state.set_widget(TEXT.name, text)
-                state.set_widget(KIND.name, name)
-                state.set_widget(LAYER.name, layer)
-                state.set_widget(HEAD.name, head)
+                          type="tertiary", help="this sentence, this kind of attention, this layer and head",
+                          on_click=_choose, args=(text, name, layer, head)):
                 ctx.open("explore")
-    if DEFAULT_SPLIT in stats.input["name"] and ctx.checkpoint.src_lang not in stats.input["name"]:
-        st.caption("These sentences are not in this model's source language.")

@@ -65,8 +65,11 @@ def main(argv: list[str] | None = None) -> None:
     bars: dict[str, tqdm] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage) or bars.setdefault(stage, tqdm(total=total, desc=stage, unit="sentence", leave=True))
-        bar.update(done - bar.n)
+        if stage not in bars:                     # one bar per stage, the previous one closed
+            for bar in bars.values():
+                bar.close()
+            bars[stage] = tqdm(total=total, desc=stage, unit="sentence")
+        bars[stage].update(done - bars[stage].n)
     stats = compute(ckpt, sentences, cli.decode_options(args, ckpt), args.knockout_sentences,
                     args.agreement_sentences, on_progress=progress)
     for bar in bars.values():
