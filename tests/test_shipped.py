@@ -110,3 +110,18 @@ def test_shipped_models_know_their_training_words_and_their_confidence(name):
     ckpt = load_checkpoint(ROOT / "checkpoints" / name)
     assert ckpt.calibration is not None and ckpt.familiar_words and len(ckpt.familiar_words) > 10_000
     assert "tatoeba" in (ckpt.meta["train_args"].get("data_note") or "").lower()
+
+
+@pytest.mark.parametrize("name", sorted(TARGET_BEAM4_BLEU))
+def test_shipped_models_carry_current_head_statistics(name):
+    """The page opens on them: measured over all of test2016 from these very weights."""
+    from model.heads import fingerprint
+    from model.heads.store import current, default_path
+    ckpt = load_checkpoint(ROOT / "checkpoints" / name)
+    stats, why = current(default_path(ckpt.path), fingerprint(ckpt.model))
+    assert stats is not None, why
+    assert len(stats.sentences) == 1000 and stats.knockout_sentences == 200 and stats.agreement_sentences == 200
+    assert default_path(ckpt.path).stat().st_size < 3 * 2**20
+    cross = stats.kinds["cross"]
+    assert (cross.knockout > 0).mean() > 0.9          # switching a head off costs the translations something
+    assert all(r for row in cross.roles for r in row)
