@@ -89,3 +89,14 @@ def customdata(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     then holds ~200 objects for the garbage collector to walk instead of ~2,000 (same JSON)."""
     r, c = labels(rows), labels(cols)
     return np.array([[[f"{i}: {r[i]}", f"{j}: {c[j]}"] for j in range(len(c))] for i in range(len(r))], dtype=str)
+
+
+def cell_targets(n_rows: int, n_cols: int, customdata, hovertemplate: str) -> go.Scatter:
+    """Invisible markers on the centre of every heatmap cell (x = column, y = row), carrying the
+    heatmap's hover: Streamlit reports no click on a heatmap (streamlit#8760), but does on markers,
+    as {"x": column, "y": row}. Add it after the heatmap, whose own hover is then skipped."""
+    cols, rows = np.meshgrid(np.arange(n_cols), np.arange(n_rows))
+    return go.Scatter(x=cols.ravel(), y=rows.ravel(), mode="markers", showlegend=False,
+                      customdata=np.asarray(customdata, dtype=object).reshape(n_rows * n_cols, -1)[:, 0],
+                      marker=dict(symbol="square", size=36, opacity=0.0, color="#000"),
+                      hovertemplate=hovertemplate)

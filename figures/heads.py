@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.common import DIVERGING, MARGIN, SEQUENTIAL, axis, labels
+from figures.common import DIVERGING, MARGIN, SEQUENTIAL, axis, cell_targets, labels
 
 PROFILE = (("left", "farther left"), ("previous", "previous"), ("same", "same / diagonal"), ("next", "next"),
            ("right", "farther right"))
@@ -29,11 +29,12 @@ def head_grid(values: np.ndarray, roles: Sequence[Sequence[str]], title: str, va
                  zmax=float(np.abs(finite).max()) if finite.size else 1.0) if signed else dict(meta=SEQUENTIAL)
     if signed:
         scale["zmin"] = -scale["zmax"]
-    fig = go.Figure(go.Heatmap(
-        z=values, x=list(range(n_heads)), y=list(range(n_layers)), text=text, texttemplate="%{text}",
-        customdata=[[f"layer {i}, head {h}: {roles[i][h]}" for h in range(n_heads)] for i in range(n_layers)],
-        hovertemplate=f"%{{customdata}}<br>{value_name} %{{z:.3f}}<extra></extra>", colorbar=dict(thickness=12),
-        textfont=dict(size=12), xgap=2, ygap=2, **scale))
+    hover = [[f"layer {i}, head {h}: {roles[i][h]}<br>{value_name} " + ("–" if np.isnan(values[i, h]) else
+              f"{values[i, h]:.3f}") for h in range(n_heads)] for i in range(n_layers)]
+    fig = go.Figure([go.Heatmap(z=values, x=list(range(n_heads)), y=list(range(n_layers)), text=text,
+                                texttemplate="%{text}", hoverinfo="skip", colorbar=dict(thickness=12),
+                                textfont=dict(size=12), xgap=2, ygap=2, **scale),
+                     cell_targets(n_layers, n_heads, hover, "%{customdata}<extra></extra>")])
     if selected is not None:
         i, h = selected
         fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color="#d62728", width=3))

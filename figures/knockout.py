@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.common import MARGIN, axis, labels
+from figures.common import MARGIN, axis, cell_targets, labels
 
 
 def probability_change(tokens: Sequence[str], before: Sequence[float], after: Sequence[float]) -> go.Figure:
@@ -30,11 +30,13 @@ def knockout_grid(effects: np.ndarray, modules: Sequence[str], title: str = "") 
     n_heads = effects.shape[1] - 1
     cols = [f"head {h}" for h in range(n_heads)] + ["whole layer"]
     limit = float(np.abs(effects).max()) or 1.0
-    fig = go.Figure(go.Heatmap(
+    hover = [[f"{m}, {c}<br>log-probability drop {v:.3f}" for c, v in zip(cols, row)]
+             for m, row in zip(modules, effects)]
+    fig = go.Figure([go.Heatmap(
         z=effects, x=list(range(n_heads + 1)), y=list(range(len(modules))), colorscale="RdBu", reversescale=True,
-        zmid=0, zmin=-limit, zmax=limit, text=np.round(effects, 2), texttemplate="%{text}",
-        customdata=[[f"{m}, {c}" for c in cols] for m in modules],
-        hovertemplate="%{customdata}<br>log-probability drop %{z:.3f}<extra></extra>", colorbar=dict(thickness=12)))
+        zmid=0, zmin=-limit, zmax=limit, text=np.round(effects, 2), texttemplate="%{text}", hoverinfo="skip",
+        colorbar=dict(thickness=12)),
+        cell_targets(len(modules), n_heads + 1, hover, "%{customdata}<extra></extra>")])
     fig.update_layout(title=title, height=140 + 34 * len(modules), margin=MARGIN,
                       xaxis=axis(cols), yaxis=axis(modules, reverse=True),
                       clickmode="event+select")

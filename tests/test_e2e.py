@@ -256,3 +256,40 @@ def test_the_app_opens_on_the_overview_and_older_root_links_on_the_explorer(serv
     page.wait_for_selector(".st-key-page-overview", timeout=60_000)
     page.get_by_text("Position-wise feed-forward network", exact=False).first.wait_for(timeout=30_000)
     no_errors(page)
+
+
+def test_a_click_on_a_head_opens_its_profile_and_the_explorer(server, browser):
+    """Heads across the corpus: a click on a grid cell picks that head (the link follows), and a
+    typical sentence opens the explorer on it, at the same kind, layer and head."""
+    page = open_page(browser, f"{server[0]}/heads?kind=decoder_self", ".st-key-heads_grid .js-plotly-plot", 1800)
+    no_errors(page)
+    x, y = page.evaluate("""() => {
+        const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+        const l = el._fullLayout;
+        return [l.xaxis._offset + l.xaxis.l2p(3), l.yaxis._offset + l.yaxis.l2p(1)];
+    }""")
+    box = page.locator(".st-key-heads_grid .js-plotly-plot").bounding_box()
+    page.mouse.click(box["x"] + x, box["y"] + y)
+    page.locator("h3", has_text="Layer 1, head 3:").first.wait_for(timeout=30_000)
+    settle(page)
+    no_errors(page)
+    assert "layer=1" in page.url and "head=3" in page.url, page.url
+    page.screenshot(path=str(ARTIFACTS / "heads.png"), full_page=True)
+    page.locator(".st-key-heads_open_t0 button").first.click()
+    page.wait_for_selector(".st-key-page-explore", timeout=30_000)
+    settle(page)
+    no_errors(page)
+    assert "kind=decoder_self" in page.url and "layer=1" in page.url and "head=3" in page.url, page.url
+
+
+def test_a_click_on_the_knockout_grid_shows_that_knockouts_translation(server, browser):
+    """Streamlit reports no click on a heatmap cell (streamlit#8760): the grid's cells carry invisible markers."""
+    page = open_page(browser, f"{server[0]}/knockout", ".st-key-ko_grid .js-plotly-plot", 1600)
+    x, y = page.evaluate("""() => {
+        const l = document.querySelector('.st-key-ko_grid .js-plotly-plot')._fullLayout;
+        return [l.xaxis._offset + l.xaxis.l2p(2), l.yaxis._offset + l.yaxis.l2p(0)];
+    }""")
+    box = page.locator(".st-key-ko_grid .js-plotly-plot").bounding_box()
+    page.mouse.click(box["x"] + x, box["y"] + y)
+    page.get_by_text("Without ", exact=False).first.wait_for(timeout=30_000)
+    no_errors(page)
