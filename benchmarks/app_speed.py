@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
+
+from benchmarks.common import app_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -108,21 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     if a.checkpoints:
         os.environ["TRANSFORMER_CHECKPOINTS"] = str(Path(a.checkpoints).resolve())
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
-                               "--server.headless", "true", "--server.port", str(a.port), "--server.address",
-                               "127.0.0.1", "--browser.gatherUsageStats", "false"], cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
-    url = f"http://127.0.0.1:{a.port}"
-    try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
+    with app_server(a.port) as url:
         t = browser_timings(url, a.runs)
-    finally:
-        server.terminate()
     print(f"browser, Enter -> translation and all charts drawn: median {statistics.median(t):.2f} s "
           f"(min {min(t):.2f}, max {max(t):.2f}, n={len(t)})")
     for name, fn in (("one 'Next' step", step_server_times), ("one widget change (layer)", widget_server_times)):

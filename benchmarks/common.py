@@ -1,10 +1,16 @@
-"""Helpers for the benchmark scripts: alternating timing and medians."""
+"""Helpers for the benchmark scripts: alternating timing and medians, an app server."""
 from __future__ import annotations
 
+import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
@@ -42,3 +48,27 @@ def ratio_line(name_a: str, ta: list[float], name_b: str, tb: list[float]) -> st
     return (f"{name_a}: median {ma * 1000:.1f} ms | {name_b}: median {mb * 1000:.1f} ms | "
             f"ratio {name_a}/{name_b}: median {statistics.median(ratios):.3f} "
             f"(pairwise min {ratios[0]:.3f}, max {ratios[-1]:.3f}, n={len(ratios)})")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def app_server(port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`streamlit run app/main.py` on 127.0.0.1:port, once healthy: its URL; stopped afterwards."""
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                               "--server.headless", "true", "--server.port", str(port), "--server.address",
+                               "127.0.0.1", "--browser.gatherUsageStats", "false"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **(env or {})))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -69,7 +69,7 @@ def qk_map(queries: np.ndarray, keys: np.ndarray, query_labels: Sequence[str], k
     for name, xy, text, color, symbol in (("queries", queries, query_labels, QUERY_COLOR, "circle"),
                                           ("keys", keys, key_labels, KEY_COLOR, "diamond")):
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        fig.add_trace(go.Scattergl(x=xy[:, 0], y=xy[:, 1], mode="markers", name=name, text=labels(text),
+        fig.add_trace(go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="markers", name=name, text=labels(text),
                                    marker=dict(color=color, symbol=symbol, size=7, opacity=0.75),
                                    hovertemplate=f"{name[:-1]}: %{{text}}<extra></extra>"))
     fig.update_layout(title=title, height=460, margin=MARGIN, legend=dict(orientation="h", y=-0.08),

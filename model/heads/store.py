@@ -4,6 +4,7 @@ The format (docs/head-statistics.md) is FORMAT; a file holds the fingerprint of 
 computed from, so a file left beside retrained or replaced weights is recognised as stale."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from model.heads import (
 from model.heads.measures import MEASURES
 
 ARRAYS = ("typical", "atypical", "knockout", "agreement", "queries", "keys", "shown")
-DIGITS = {"queries": 3, "keys": 3}          # map coordinates: 3 decimals are finer than a pixel
+PACKED = ("queries", "keys")     # the map's points: float16 (finer than a pixel) in base64, quick to read
 
 
 def default_path(checkpoint_dir: str | Path) -> Path:
@@ -53,8 +54,16 @@ def _kind_json(k: KindStatistics) -> dict[str, Any]:
                            "key_tokens": [list(t) for t in k.key_tokens]}
     for name in ARRAYS:
         value = getattr(k, name)
-        out[name] = None if value is None else _plain(value, DIGITS.get(name, 6))
+        out[name] = None if value is None else _packed(value) if name in PACKED else _plain(value, 6)
     return out
+
+
+def _packed(a: np.ndarray) -> dict[str, Any]:
+    return {"float16": base64.b64encode(np.asarray(a, dtype="<f2").tobytes()).decode("ascii"), "shape": list(a.shape)}
+
+
+def _unpacked(d: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(d["float16"]), dtype="<f2").astype(float).reshape(d["shape"])
 
 
 def _plain(a: np.ndarray, digits: int) -> list:
@@ -78,8 +87,8 @@ def from_json(d: dict[str, Any]) -> HeadStatistics:
 
 
 def _kind(d: dict[str, Any]) -> KindStatistics:
-    arrays = {name: None if d[name] is None else _array(d[name], int if name in ("typical", "atypical") else float)
-              for name in ARRAYS}
+    arrays = {name: None if d[name] is None else _unpacked(d[name]) if name in PACKED else
+              _array(d[name], int if name in ("typical", "atypical") else float) for name in ARRAYS}
     return KindStatistics({m: _array(v, float) for m, v in d["means"].items()}, d["rows"], d["roles"],
                           query_tokens=[tuple(t) for t in d["query_tokens"]],
                           key_tokens=[tuple(t) for t in d["key_tokens"]], **arrays)
