@@ -145,12 +145,14 @@ def weights_fingerprint(path: str) -> str:
 def get_head_statistics(path: str) -> tuple[HeadStatistics | None, str]:
     """The checkpoint's head statistics file if it is current (else None and why not), read once per
     process and version of the file."""
-    file = heads_store.default_path(path)
+    file, weights = heads_store.default_path(path), weights_fingerprint(path)
     try:
-        version = file.stat().st_mtime_ns
+        stats, why = _head_statistics(str(file), file.stat().st_mtime_ns, weights)
     except OSError:
-        return None, f"{file.name} has not been computed for this model yet"
-    return _head_statistics(str(file), version, weights_fingerprint(path))
+        stats, why = None, f"{file.name} has not been computed for this model yet"
+    if stats is None and (path, weights) in _computed_heads():      # computed here, not writable beside the model
+        return _computed_heads()[(path, weights)], ""
+    return stats, why
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -163,14 +165,22 @@ def _head_computations() -> Once[HeadStatistics]:
     return Once(keep=4)
 
 
+@st.cache_resource(show_spinner=False)
+def _computed_heads() -> dict[tuple[str, str], HeadStatistics]:
+    """The latest statistics computed in this process per (checkpoint, weights)."""
+    return {}
+
+
 def compute_head_statistics(path: str, sentences: heads.SentenceSet,
                             on_progress: heads.Progress | None = None) -> HeadStatistics:
     """Compute a checkpoint's head statistics over `sentences` and write them beside it, once per
     process (a second session asking meanwhile waits for the first)."""
     ckpt, weights = get_checkpoint(path), weights_fingerprint(path)
     key = (path, weights, heads.digest(sentences.texts))
-    return _head_computations().get(key, lambda: heads_store.load_or_compute(
+    stats = _head_computations().get(key, lambda: heads_store.load_or_compute(
         ckpt, lambda: sentences, weights=weights, on_progress=on_progress, replace=True))
+    _computed_heads()[(path, weights)] = stats
+    return stats
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -243,13 +243,13 @@ def test_bad_input_is_said_and_the_rest_is_used(ckpt, tmp_path):
         read_set(ckpt, empty)
     blank = tmp_path / "blank.txt"
     blank.write_text("\n  \n\n")
-    with pytest.raises(StatisticsError, match="3 blank lines"):
+    with pytest.raises(StatisticsError, match="3 blank"):
         read_set(ckpt, blank)
     mixed = tmp_path / "mixed.txt"
     mixed.write_text("the dog runs\n\n" + "the dog " * 200 + "\na red ball\n")
     s = read_set(ckpt, mixed)
     assert s.texts == ["the dog runs", "a red ball"] and s.line_numbers == [1, 4]
-    assert s.skipped_summary() == "1 blank lines, 1 over the token limit"
+    assert s.skipped_summary() == "1 blank, 1 over the token limit"
     with pytest.raises(StatisticsError, match="not in"):
         read_set(ckpt, None, data=tmp_path / "nowhere")
 
@@ -261,7 +261,7 @@ def test_the_command_line_tool(ckpt, tmp_path, capsys):
     cli_main(["--checkpoint", str(ckpt.path), "--input", str(text), "--out", str(out), "--decode", "greedy",
               "--knockout-sentences", "1", "--agreement-sentences", "1"])
     err = capsys.readouterr().err
-    assert "skipped 1 of 3 lines: 1 blank lines" in err and f"wrote {out}" in err
+    assert "skipped 1 of 3 lines: 1 blank" in err and f"wrote {out}" in err
     stats = load(out)
     assert len(stats.sentences) == 2 and stats.knockout_sentences == 1 and stats.input["lines"] == 3
     with pytest.raises(SystemExit):

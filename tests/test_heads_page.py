@@ -85,3 +85,21 @@ def test_a_file_of_other_weights_is_not_shown(with_file, checkpoints):
     goto(at, "heads")
     assert not at.exception
     assert any("other weights" in i.value for i in at.info) and not at.get("plotly_chart")
+
+
+def test_statistics_that_cannot_be_saved_stay_for_the_process(checkpoints, monkeypatch):
+    """A checkpoint directory the server may not write: the page keeps what it computed."""
+    from model.heads import store
+
+    def refuse(stats, path):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(store, "save", refuse)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    goto(at, "heads")
+    at.text_area(key="heads_pasted").set_value("\n".join(sentences(4, seed=9))).run()
+    at.button(key="heads_compute_pasted").click().run()
+    assert not at.exception and len(at.get("plotly_chart")) == 3
+    assert any("not saved" in c.value for c in at.caption)
+    at.radio(key="kind").set_value("decoder_self").run()          # a rerun: still there
+    assert not at.exception and len(at.get("plotly_chart")) == 3
+    assert not (checkpoints / "multi30k-en-de" / FILE).exists()

@@ -14,7 +14,7 @@ from app.settings import HEAD, LAYER, TEXT, layer_head, radio, selectbox, settin
 from app.ui import chart
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
-from model.heads import HeadStatistics, KindStatistics, StatisticsError, read_set, sentence_set
+from model.heads import HeadStatistics, KindStatistics, StatisticsError, read_set, sentence_set, skipped_summary
 from model.heads.roles import RULES
 from model.kinds import ATTENTION_KINDS
 
@@ -112,19 +112,12 @@ def _compute(ctx: Context, sentences) -> HeadStatistics:
 def _about(stats: HeadStatistics) -> None:
     d = stats.decoding
     how = f"beam {d.get('beam_size')}" if d.get("method") == "beam" else str(d.get("method"))
-    skipped = f"; {len(stats.skipped)} lines skipped ({_summary(stats.skipped)})" if stats.skipped else ""
+    skipped = f"; {len(stats.skipped)} lines skipped ({skipped_summary(stats.skipped)})" if stats.skipped else ""
     st.markdown(f"Measured over **{len(stats.sentences):,} sentences** of {stats.input['name']} and the model's own "
                 f"translations ({how}){skipped}. Knockout cost: the first {stats.knockout_sentences} sentences; "
                 f"agreement with ALTI+: the first {stats.agreement_sentences}.")
     for note in stats.notes:
         st.caption(note)
-
-
-def _summary(skipped: list) -> str:
-    counts: dict[str, int] = {}
-    for _, why in skipped:
-        counts[why] = counts.get(why, 0) + 1
-    return ", ".join(f"{n} {why}" for why, n in counts.items())
 
 
 # ---- every head ---------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from model.heads.qkmap import joint_map
 from model.heads.roles import roles
 from model.kinds import KIND_NAMES, kind
 from model.laps import Laps
-from model.pipeline import InputError, decode_many, head_names, source_ids
+from model.pipeline import InputError, decode_many, head_names, max_source_tokens, source_ids
 from model.trace import Recording, Trace
 
 FORMAT = "transformer-head-statistics/1"
@@ -72,11 +72,15 @@ class SentenceSet:
         return SentenceSet(self.name, self.texts[:n], self.line_numbers[:n], self.skipped)
 
     def skipped_summary(self) -> str:
-        """'3 blank lines, 1 over the token limit' (or '' when nothing was skipped)."""
-        counts: dict[str, int] = {}
-        for _, why in self.skipped:
-            counts[why] = counts.get(why, 0) + 1
-        return ", ".join(f"{n} {why}" for why, n in counts.items())
+        return skipped_summary(self.skipped)
+
+
+def skipped_summary(skipped: Sequence[tuple[int, str]]) -> str:
+    """'3 blank, 1 over the token limit' (or '' when nothing was skipped)."""
+    counts: dict[str, int] = {}
+    for _, why in skipped:
+        counts[why] = counts.get(why, 0) + 1
+    return ", ".join(f"{n} {why}" for why, n in counts.items())
 
 
 def sentence_set(ckpt: Checkpoint, lines: Sequence[str], name: str) -> SentenceSet:
@@ -85,17 +89,18 @@ def sentence_set(ckpt: Checkpoint, lines: Sequence[str], name: str) -> SentenceS
     texts, numbers, skipped = [], [], []
     for i, line in enumerate(lines, 1):
         if not line.strip():
-            skipped.append((i, "blank lines"))
+            skipped.append((i, "blank"))
             continue
         try:
             source_ids(ckpt, line)
-        except InputError as exc:
-            skipped.append((i, "over the token limit" if "limit" in str(exc) else "with nothing the tokenizer reads"))
+        except InputError:
+            too_long = len(ckpt.src_tokenizer.encode(line.strip())) > max_source_tokens(ckpt)
+            skipped.append((i, "over the token limit" if too_long else "unreadable by the tokenizer"))
             continue
         texts.append(line.strip())
         numbers.append(i)
     if not texts:
-        said = f" ({len(skipped)} skipped: {SentenceSet(name, [], [], skipped).skipped_summary()})" if skipped else ""
+        said = f" ({len(skipped)} skipped: {skipped_summary(skipped)})" if skipped else ""
         raise StatisticsError(f"{name} has no sentence the model can read{said}")
     return SentenceSet(name, texts, numbers, skipped)
 
@@ -244,7 +249,7 @@ def _sample_plan(pieces: tuple[list[list[str]], list[list[str]]], n: int) -> dic
     return plan
 
 
-def _layouts(ckpt: Checkpoint, trace: Trace, chunk: list[int], pieces) -> dict[str, Rows]:
+def _layouts(trace: Trace, chunk: list[int], pieces) -> dict[str, Rows]:
     """The Rows of each kind for one batch (sentences `chunk`, padded as in the trace)."""
     src_len = np.array([len(pieces[0][i]) for i in chunk])
     tgt_len = np.array([len(pieces[1][i]) for i in chunk])
@@ -264,10 +269,11 @@ def _layouts(ckpt: Checkpoint, trace: Trace, chunk: list[int], pieces) -> dict[s
 
     eos, bos = one_hot(src_len - 1, s), one_hot(np.zeros(len(chunk), dtype=int), t)
     src_punct, tgt_punct = punct(0, s), punct(1, t)
+    mask = {k: trace.mask(k).cpu().numpy() for k in KIND_NAMES}
     return {
-        "encoder_self": Rows(src_len, src_len, trace.mask("encoder_self").numpy(), False, eos, src_punct),
-        "decoder_self": Rows(tgt_len, tgt_len, trace.mask("decoder_self").numpy(), False, bos, tgt_punct),
-        "cross": Rows(tgt_len, src_len, trace.mask("cross").numpy(), True, eos, src_punct),
+        "encoder_self": Rows(src_len, src_len, mask["encoder_self"], False, eos, src_punct),
+        "decoder_self": Rows(tgt_len, tgt_len, mask["decoder_self"], False, bos, tgt_punct),
+        "cross": Rows(tgt_len, src_len, mask["cross"], True, eos, src_punct),
     }
 
 
@@ -275,18 +281,20 @@ def _measure(ckpt: Checkpoint, ids: list[list[int]], outputs: list[list[int]], p
              ) -> tuple[dict[str, KindStatistics], dict[str, dict[str, np.ndarray]]]:
     """One traced teacher-forced pass per batch: every kind's Totals, and the sampled q/k vectors."""
     model, cfg = ckpt.model, ckpt.config
+    device = next(model.parameters()).device
     totals = {k: Totals() for k in KIND_NAMES}
     vectors = _empty_vectors(cfg, plan)
     where = {side: {pair: j for j, pair in enumerate(pairs)} for side, pairs in plan.items()}
     order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), len(outputs[i])))
     for start in range(0, len(order), BATCH):
         chunk = order[start:start + BATCH]
-        src, tgt = collate([Example(ids[i], [cfg.bos_id] + outputs[i]) for i in chunk], cfg.pad_id)
+        src, tgt = (t.to(device) for t in collate([Example(ids[i], [cfg.bos_id] + outputs[i]) for i in chunk],
+                                                  cfg.pad_id))
         trace = Trace(Recording(qkv=True))
         src_mask = model.src_mask(src)
         model.decode(tgt, model.encode(src, src_mask, trace), src_mask, trace=trace)
-        for name, layout in _layouts(ckpt, trace, chunk, pieces).items():
-            totals[name].add(trace.attention(name).numpy(), layout)
+        for name, layout in _layouts(trace, chunk, pieces).items():
+            totals[name].add(trace.attention(name).float().cpu().numpy(), layout)
         _gather_vectors(trace, chunk, where, vectors)
         progress("measuring attention", min(start + BATCH, len(ids)), len(ids))
     kinds = {}
@@ -313,14 +321,14 @@ def _gather_vectors(trace: Trace, chunk: list[int], where, vectors) -> None:
     for name, store in vectors.items():
         k = kind(name)
         for part, side in (("q", k.query_side), ("k", k.key_side)):
-            hits = [(b, p, where[side][(i, p)]) for b, i in enumerate(chunk)
-                    for p in range(trace.tensors[k.layer_name(0) + "." + part].shape[2])
+            length = trace[names.part(k.layer_name(0), part)].shape[2]
+            hits = [(b, p, where[side][(i, p)]) for b, i in enumerate(chunk) for p in range(length)
                     if (i, p) in where[side]]
             if not hits:
                 continue
             b, p, j = (np.array(x) for x in zip(*hits))
             for layer in range(store[part].shape[0]):
-                v = trace[names.part(k.layer_name(layer), part)].numpy()            # (B, H, T, d)
+                v = trace[names.part(k.layer_name(layer), part)].float().cpu().numpy()   # (B, H, T, d)
                 store[part][layer][:, j] = v[b, :, p].transpose(1, 0, 2)
 
 
