@@ -23,7 +23,7 @@ INTEGRATED = setting("attr_ig", "ig", True, flag)            # compute integrate
 JOINT = ("alti", "integrated_gradients", "grad_x_input", "rollout")
 REFERENCE = setting("attr_reference", "reference", "alti", choices=JOINT)   # what the heads are compared with
 LONG = 40                       # generated tokens above which integrated gradients wait for a click
-IG_SECONDS_PER_CELL = 0.0035    # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
+IG_SECONDS_PER_CELL = 0.003     # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
 
 INTRO = ("A heatmap of attention shows where a head *looked*. What a prediction *depended on* is another "
          "question: a head can look hard at a token whose value vector is tiny, and the residual stream carries "

@@ -26,7 +26,7 @@ from model.attribution.scores import Scores
 from model.decoding import output_log_probs
 from model.transformer import Transformer
 
-IG_STEPS = 24     # quadrature points per token to start with (tripled where completeness needs it)
+IG_STEPS = 24     # quadrature cells per token to start with (the cells with the largest errors are then split)
 
 
 @dataclass(frozen=True)
@@ -106,38 +106,68 @@ def adaptive_edges(path_values: np.ndarray, steps: int, uniform_share: float = 0
 
 @dataclass
 class Quadrature:
-    """One token's integral so far: the points, their weights, and the attribution each point gives
-    (the gradient at the point times the input, summed over the model dimension): source (n, S),
-    prefix (n, seen). With cell edges (the adaptive midpoint rule) it can be refined: every cell
-    split in three keeps its midpoint, so a refinement evaluates 2n new points for 3n in all."""
-    alphas: np.ndarray
-    weights: np.ndarray
-    edges: np.ndarray | None = None
+    """One token's integral so far, by the midpoint rule on cells of [0, 1] whose edges all have a
+    known log p (the path scan's points, or forward passes at new edges): edges (n + 1,), f (n + 1,)
+    log p at the edges, and at each cell's midpoint the attribution (the gradient times the input,
+    summed over the model dimension): source (n, S), prefix (n, seen).
+
+    The attributions at a midpoint sum to d log p / d alpha there, so a cell's error is known
+    exactly: width x that sum - (f(right) - f(left)). Refinement splits only the cells that carry
+    most of the error, each in three: the middle third keeps the old midpoint, the outer two get
+    new ones (and the two new edges their log p)."""
+    edges: np.ndarray
+    f: np.ndarray
     source: np.ndarray | None = None
     prefix: np.ndarray | None = None
 
-    @classmethod
-    def midpoints(cls, edges: np.ndarray) -> "Quadrature":
-        return cls(0.5 * (edges[1:] + edges[:-1]), np.diff(edges), edges)
+    @property
+    def midpoints(self) -> np.ndarray:
+        return 0.5 * (self.edges[1:] + self.edges[:-1])
+
+    @property
+    def widths(self) -> np.ndarray:
+        return np.diff(self.edges)
 
     def estimate(self) -> tuple[np.ndarray, np.ndarray]:
-        """(source (S,), prefix (seen,)): the weighted sum over the points."""
-        return self.weights @ self.source, self.weights @ self.prefix
+        """(source (S,), prefix (seen,)): the weighted sum over the midpoints."""
+        return self.widths @ self.source, self.widths @ self.prefix
 
-    def thirds(self) -> np.ndarray:
-        """The 2n points a refinement adds: the outer midpoints of each cell's thirds."""
-        left, width = self.edges[:-1], np.diff(self.edges)
-        return np.stack([left + width / 6, left + 5 * width / 6], 1).reshape(-1)
+    def cell_errors(self) -> np.ndarray:
+        """(n,): each cell's midpoint estimate of the change of log p minus the true change."""
+        return self.widths * (self.source.sum(1) + self.prefix.sum(1)) - np.diff(self.f)
 
-    def refined(self, source: np.ndarray, prefix: np.ndarray) -> "Quadrature":
-        """Every cell split in three; source / prefix: the attributions at `thirds()`, in its order."""
-        left, width = self.edges[:-1], np.diff(self.edges)
-        edges = np.append(np.stack([left, left + width / 3, left + 2 * width / 3], 1).reshape(-1), self.edges[-1])
-        weave = lambda new, old: np.concatenate([new[0::2, None], old[:, None], new[1::2, None]], 1).reshape(  # noqa: E731
-            -1, *old.shape[1:])
-        q = Quadrature.midpoints(edges)
-        q.source, q.prefix = weave(source, self.source), weave(prefix, self.prefix)
-        return q
+    def worst(self, share: float, most: int) -> np.ndarray:
+        """The fewest cells (at most `most`) whose errors' sizes add up to `share` of all, in order."""
+        size = np.abs(self.cell_errors())
+        order = np.argsort(-size, kind="stable")
+        k = int(np.searchsorted(np.cumsum(size[order]), share * size.sum())) + 1
+        return np.sort(order[:max(1, min(k, most))])
+
+    def thirds(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each cell split: its two new edges and its two new midpoints, (2k,) each, in order."""
+        left, width = self.edges[cells], self.widths[cells]
+        edges = np.stack([left + width / 3, left + 2 * width / 3], 1).reshape(-1)
+        mids = np.stack([left + width / 6, left + 5 * width / 6], 1).reshape(-1)
+        return edges, mids
+
+    def split(self, cells: np.ndarray, f: np.ndarray, source: np.ndarray, prefix: np.ndarray) -> "Quadrature":
+        """The cells `cells` split in three, given log p at their new edges and the attributions at
+        their new midpoints (as `thirds` orders them)."""
+        edges, values, src, pre = [self.edges[:1]], [self.f[:1]], [], []
+        new = {c: j for j, c in enumerate(cells)}
+        for c in range(len(self.edges) - 1):
+            j = new.get(c)
+            if j is None:
+                edges.append(self.edges[c + 1:c + 2])
+                values.append(self.f[c + 1:c + 2])
+                src.append(self.source[c:c + 1])
+                pre.append(self.prefix[c:c + 1])
+                continue
+            edges.append(np.array([*self.thirds(np.array([c]))[0], self.edges[c + 1]]))
+            values.append(np.array([f[2 * j], f[2 * j + 1], self.f[c + 1]]))
+            src.append(np.stack([source[2 * j], self.source[c], source[2 * j + 1]]))
+            pre.append(np.stack([prefix[2 * j], self.prefix[c], prefix[2 * j + 1]]))
+        return Quadrature(np.concatenate(edges), np.concatenate(values), np.concatenate(src), np.concatenate(pre))
 
 
 @dataclass(frozen=True)
@@ -150,24 +180,44 @@ class IntegratedGradients:
 
 
 TOLERANCE = 0.01     # completeness error at which a token's integral is accepted
-MAX_STEPS = 216      # 24 points tripled twice
+MAX_STEPS = 216      # quadrature points per token at most
+SPLIT_SHARE = 0.5    # each refinement splits the fewest cells that carry half of the cells' error
 
 
-def point_attributions(model: Transformer, p: Pass, t: int, alphas: np.ndarray, src_emb: Tensor,
-                       tgt_emb: Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Generated token t's gradient at each point alpha of the path, times the input, summed over the
-    model dimension: (source (n, S), prefix (n, seen)). One batched pass; a causal decoder runs
-    only the prefix the token sees (measured: faster on CPU than several tokens padded together)."""
-    seen = t + 1 if model.cfg.causal_mask else tgt_emb.size(0)
+ROWS_PER_PASS = 96   # path points (of any tokens) per batched pass: bounds the memory of the backward pass
+
+
+def path_points(model: Transformer, p: Pass, tokens: np.ndarray, alphas: np.ndarray, src_emb: Tensor,
+                tgt_emb: Tensor, gradients: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows r = (generated token tokens[r], point alphas[r] of the path), any mix of tokens, in
+    batched passes: log p(y_t) at each (R,), and with `gradients` each row's gradient times the
+    input, summed over the model dimension: source (R, S), prefix (R, T) (zero beyond the token's
+    own prefix: the decoder is causal). Rows are independent: one backward pass serves them all."""
     device = src_emb.device
-    a = torch.tensor(alphas, dtype=src_emb.dtype, device=device)[:, None, None]    # (n, 1, 1)
-    mode, grad = _grad_mode()
-    with mode, grad:
-        src_rows = (a * src_emb).requires_grad_(True)                               # (n, S, D)
-        tgt_rows = (a * tgt_emb[:seen]).requires_grad_(True)                        # (n, seen, D)
-        lp = token_log_probs(model, p, src_rows, tgt_rows, torch.full((len(a),), t, device=device))
-        g_src, g_tgt = torch.autograd.grad(lp.sum(), (src_rows, tgt_rows))         # rows are independent
-    return ((g_src * src_emb).sum(-1).double().cpu().numpy(), (g_tgt * tgt_emb[:seen]).sum(-1).double().cpu().numpy())
+    out_f, out_src, out_pre = [], [], []
+    for start in range(0, len(alphas), ROWS_PER_PASS):
+        a = torch.tensor(alphas[start:start + ROWS_PER_PASS], dtype=src_emb.dtype, device=device)[:, None, None]
+        position = torch.as_tensor(tokens[start:start + ROWS_PER_PASS], device=device)
+        seen = int(position.max()) + 1 if model.cfg.causal_mask else tgt_emb.size(0)
+        if not gradients:
+            with torch.no_grad():
+                out_f.append(token_log_probs(model, p, a * src_emb, a * tgt_emb[:seen], position))
+            continue
+        mode, grad = _grad_mode()
+        with mode, grad:
+            src_rows = (a * src_emb).requires_grad_(True)                           # (R, S, D)
+            tgt_rows = (a * tgt_emb[:seen]).requires_grad_(True)                    # (R, seen, D)
+            lp = token_log_probs(model, p, src_rows, tgt_rows, position)
+            g_src, g_tgt = torch.autograd.grad(lp.sum(), (src_rows, tgt_rows))
+        out_f.append(lp.detach())
+        out_src.append((g_src * src_emb).sum(-1))
+        pre = torch.zeros(len(a), tgt_emb.size(0), dtype=g_tgt.dtype, device=device)
+        pre[:, :seen] = (g_tgt * tgt_emb[:seen]).sum(-1)
+        out_pre.append(pre)
+    f = torch.cat(out_f).double().cpu().numpy()
+    if not gradients:
+        return f, np.zeros((0, src_emb.size(0))), np.zeros((0, tgt_emb.size(0)))
+    return f, torch.cat(out_src).double().cpu().numpy(), torch.cat(out_pre).double().cpu().numpy()
 
 
 SCAN_POINTS = 65     # evenly spaced points of the forward-only scan that places the quadrature points
@@ -185,40 +235,74 @@ def path_scan(model: Transformer, p: Pass, src_emb: Tensor, tgt_emb: Tensor, poi
     return lp.gather(-1, p.gold.expand(points, -1)[..., None])[..., 0].double().cpu().numpy()
 
 
-def _completeness_error(q: Quadrature, delta: float) -> float:
-    src, pre = q.estimate()
-    return abs(float(src.sum() + pre.sum()) - delta) / max(abs(delta), 1e-6)
+def _completeness_error(source: np.ndarray, prefix: np.ndarray, delta: float) -> float:
+    """|sum of the scores - the change of log p| / |the change|."""
+    return abs(float(source.sum() + prefix.sum()) - delta) / max(abs(delta), 1e-6)
 
 
-def _token(model: Transformer, p: Pass, t: int, path: np.ndarray, steps: int, adaptive: bool,
-           src_emb: Tensor, tgt_emb: Tensor) -> tuple[Quadrature, float]:
-    """One token's integral: refined (cells split in three) until complete within TOLERANCE."""
-    q = Quadrature.midpoints(adaptive_edges(path, steps)) if adaptive else Quadrature(*gauss_legendre(steps))
-    q.source, q.prefix = point_attributions(model, p, t, q.alphas, src_emb, tgt_emb)
-    delta = path[-1] - path[0]
-    error = _completeness_error(q, delta)
-    while adaptive and error > TOLERANCE and 3 * len(q.alphas) <= MAX_STEPS:
-        q = q.refined(*point_attributions(model, p, t, q.thirds(), src_emb, tgt_emb))
-        error = _completeness_error(q, delta)
-    return q, error
+def on_scan(path: np.ndarray, steps: int) -> Quadrature:
+    """The first cells: `adaptive_edges` moved to the nearest points of the path scan (whose log p is
+    known), at most `steps` of them."""
+    m = len(path) - 1
+    index = np.unique(np.round(adaptive_edges(path, steps) * m).astype(int))
+    return Quadrature(index / m, path[index])
 
 
 def integrated_gradients(model: Transformer, p: Pass, steps: int = IG_STEPS, adaptive: bool = True,
                          on_progress: Callable[[int, int], None] | None = None) -> IntegratedGradients:
     """Integrated gradients of every generated token. adaptive (the default): the midpoint rule on
-    cells placed by `adaptive_edges` from a forward-only scan of the path, each cell split in three
-    (up to MAX_STEPS points) until the token's completeness error is within TOLERANCE; otherwise
-    `steps` Gauss-Legendre points, as Captum. on_progress(tokens done, total) after each token."""
+    cells placed by `adaptive_edges` from a forward-only scan of the path, the cells with the largest
+    (exactly known) errors split in three (up to MAX_STEPS points) until the token's completeness
+    error is within TOLERANCE; otherwise `steps` Gauss-Legendre points, as Captum. Every round
+    evaluates the new points of all unfinished tokens together. on_progress(tokens done, total)
+    after each round."""
     src_emb, tgt_emb = p.embeddings(model)
     t_len = tgt_emb.size(0)
-    source, prefix = np.zeros((t_len, src_emb.size(0))), np.zeros((t_len, t_len))
-    used, error = np.zeros(t_len), np.zeros(t_len)
     scan = path_scan(model, p, src_emb, tgt_emb)                                   # (SCAN_POINTS, T)
-    for t in range(t_len):
-        q, error[t] = _token(model, p, t, scan[:, t], steps, adaptive, src_emb, tgt_emb)
-        src_t, pre_t = q.estimate()
-        source[t], prefix[t, :len(pre_t)], used[t] = src_t, pre_t, len(q.alphas)
+    delta = scan[-1] - scan[0]                                                     # (T,)
+    if adaptive:
+        source, prefix, used, error = _adaptive(model, p, scan, steps, src_emb, tgt_emb, on_progress)
+    else:
+        alphas, weights = gauss_legendre(steps)
+        _, src, pre = path_points(model, p, np.repeat(np.arange(t_len), steps), np.tile(alphas, t_len), src_emb,
+                                  tgt_emb)
+        source, prefix = (weights @ x.reshape(t_len, steps, -1) for x in (src, pre))   # (T, S), (T, T)
+        used = np.full(t_len, steps)
+        error = np.array([_completeness_error(source[t], prefix[t], delta[t]) for t in range(t_len)])
         if on_progress:
-            on_progress(t + 1, t_len)
+            on_progress(t_len, t_len)
     scores = Scores("integrated_gradients", source, prefix, joint=True, signed=True)
     return IntegratedGradients(scores, used, scan[0], scan[-1], error)
+
+
+def _adaptive(model: Transformer, p: Pass, scan: np.ndarray, steps: int, src_emb: Tensor, tgt_emb: Tensor,
+              on_progress: Callable[[int, int], None] | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every token's Quadrature, refined in rounds: (source (T, S), prefix (T, T), points, errors)."""
+    t_len = scan.shape[1]
+    delta = scan[-1] - scan[0]
+    qs = [on_scan(scan[:, t], steps) for t in range(t_len)]
+    tokens = np.concatenate([np.full(len(q.midpoints), t) for t, q in enumerate(qs)])
+    _, src, pre = path_points(model, p, tokens, np.concatenate([q.midpoints for q in qs]), src_emb, tgt_emb)
+    for t, q in enumerate(qs):
+        q.source, q.prefix = src[tokens == t], pre[tokens == t]
+    error = np.array([_completeness_error(*q.estimate(), delta[t]) for t, q in enumerate(qs)])
+    while True:
+        open_ = [t for t in range(t_len) if error[t] > TOLERANCE and len(qs[t].midpoints) + 2 <= MAX_STEPS]
+        if on_progress:
+            on_progress(t_len - len(open_), t_len)
+        if not open_:
+            break
+        cells = {t: qs[t].worst(SPLIT_SHARE, (MAX_STEPS - len(qs[t].midpoints)) // 2) for t in open_}
+        new = {t: qs[t].thirds(cells[t]) for t in open_}                          # (edges, midpoints)
+        tokens = np.concatenate([np.full(len(new[t][0]), t) for t in open_])
+        f, _, _ = path_points(model, p, tokens, np.concatenate([new[t][0] for t in open_]), src_emb, tgt_emb,
+                              gradients=False)
+        _, src, pre = path_points(model, p, tokens, np.concatenate([new[t][1] for t in open_]), src_emb, tgt_emb)
+        for t in open_:
+            mine = tokens == t
+            qs[t] = qs[t].split(cells[t], f[mine], src[mine], pre[mine])
+            error[t] = _completeness_error(*qs[t].estimate(), delta[t])
+    source = np.stack([q.estimate()[0] for q in qs])
+    prefix = np.stack([q.estimate()[1] for q in qs])
+    return source, prefix, np.array([len(q.midpoints) for q in qs], dtype=float), error
