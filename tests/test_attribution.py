@@ -310,7 +310,7 @@ def test_the_quadrature_knows_each_cells_error_and_refines_where_it_is():
     """f(a) = log p along a path with a sudden step near a = 0.7 (a logistic), its derivative as the
     one attribution column: each cell's error is exactly width x f'(mid) - (f(right) - f(left)), and
     splitting the worst cells reaches 1 % with far fewer points than splitting every cell."""
-    from model.attribution.gradients import Quadrature, adaptive_edges, on_scan
+    from model.attribution.gradients import adaptive_edges, on_scan
     f = lambda a: 6.0 / (1.0 + np.exp(-(a - 0.7) * 80.0))                 # noqa: E731
     df = lambda a: 80.0 * f(a) * (1.0 - f(a) / 6.0)                      # noqa: E731
     path = f(np.linspace(0.0, 1.0, 65))
