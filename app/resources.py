@@ -15,9 +15,9 @@ import streamlit as st
 import torch
 
 from figures import Display
-from model import heads
+from model import heads, places
 from model.attribution import Attribution, attribute
-from model.checkpoint import Checkpoint, find_checkpoints, load_checkpoint
+from model.checkpoint import Checkpoint, load_checkpoint
 from model.decoding import DecodeOptions, DecodeResult
 from model.heads import HeadStatistics
 from model.heads import store as heads_store
@@ -54,11 +54,13 @@ def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
 
 
 def checkpoints_dir() -> Path:
+    """Where new checkpoints go (the lab's, converted ones): the user's directory (model/places.py)."""
     return config().checkpoints
 
 
 def available_checkpoints() -> list[Path]:
-    return find_checkpoints(checkpoints_dir())
+    """Every checkpoint of the shipped and the user's directories, one per name (the user's first)."""
+    return places.find_in(config().search)
 
 
 @st.cache_resource(show_spinner=False)

@@ -54,7 +54,7 @@ async def sample(into: list[tuple[float, float]], start: float, stop: asyncio.Ev
         into.append((time.monotonic() - start, rss_mb()))
         try:
             await asyncio.wait_for(stop.wait(), 2.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

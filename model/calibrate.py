@@ -27,6 +27,7 @@ import sacrebleu
 import torch
 from tqdm import tqdm
 
+from model import command
 from model.checkpoint import Checkpoint, write_config_entry
 from model.cli import add_checkpoint_arg, fail, load_or_exit
 from model.confidence import FAMILIAR_WORDS, WRONG_CHRF, Calibration, familiar_words_text, features
@@ -138,7 +139,7 @@ def report(judged: list[Judged], cal: Calibration) -> dict[str, dict[str, float]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.calibrate", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.calibrate"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     p.add_argument("--train", type=split_spec, action="append", default=[], metavar="DIR:SPLIT",

@@ -11,8 +11,8 @@
     README.md            model card
     attention_snapshots.json  (optional) attention of a few fixed sentences per epoch
 
-Every problem with a checkpoint is raised as `CheckpointError` with one line that
-names the file.
+Where checkpoints are found: model/places.py. Every problem with a checkpoint is raised as
+`CheckpointError` with one line that names the file.
 """
 from __future__ import annotations
 
@@ -217,14 +217,6 @@ def _load_tokenizer(path: Path, vocab: dict[str, int] | None = None) -> Tokenize
         return Tokenizer.load(path, vocab)
     except (RuntimeError, OSError) as exc:
         raise CheckpointError(f"{path}: not a sentencepiece model ({_one_line(exc)})") from None
-
-
-def find_checkpoints(root: str | Path) -> list[Path]:
-    """Checkpoint directories directly under root (those with a config.json), sorted."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / CONFIG).is_file())
 
 
 def _one_line(exc: BaseException) -> str:

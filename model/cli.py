@@ -8,17 +8,19 @@ import sys
 
 import torch
 
+from model import places
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.data import DataError, group_references, read_parallel
 from model.decoding import BEAM_SIZES, LENGTH_PENALTIES, METHODS, DecodeOptions
 from model.ensemble import Ensemble
 
-DEFAULT_CHECKPOINT = "checkpoints/multi30k-en-de"
+DEFAULT_CHECKPOINT = "multi30k-en-de"
 
 
 def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
-                   help=f"checkpoint directory (default {DEFAULT_CHECKPOINT})")
+                   help=f"checkpoint directory, or the name of one among the shipped and your own "
+                        f"(model/places.py; default {DEFAULT_CHECKPOINT})")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
 
 
@@ -98,11 +100,13 @@ def load_or_exit(args: argparse.Namespace) -> Checkpoint:
     """--checkpoint, or with --ensemble (tools that offer it) all of them as one Ensemble."""
     if args.threads:
         torch.set_num_threads(args.threads)
+    args.checkpoint = str(places.resolve(args.checkpoint))
     try:
         ckpt = load_checkpoint(args.checkpoint)
-        others = [load_checkpoint(d) for d in getattr(args, "ensemble", [])]
+        others = [load_checkpoint(places.resolve(d)) for d in getattr(args, "ensemble", [])]
     except CheckpointError as exc:
-        fail(str(exc))
+        known = ", ".join(places.known_names())
+        fail(f"{exc} (known checkpoints: {known or 'none'})")
     if not others:
         return ckpt
     for d, other in zip(args.ensemble, others):

@@ -30,6 +30,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from model import command
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from model.config import ACTIVATIONS, ModelConfig
 from model.layers import halves_order, sinusoid_table
@@ -293,7 +294,7 @@ def _write_marian_tokenizer(ckpt, out: Path) -> None:
 
 # ---- command line --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.convert", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.convert"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("from-hf", help="a local Marian model directory -> our checkpoint")

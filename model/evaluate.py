@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from model import command
 from model.card import add_eval_report, write_card
 from model.cli import (
     add_checkpoint_arg,
@@ -33,7 +34,7 @@ from model.pipeline import translate
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.evaluate", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.evaluate"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     add_ensemble_arg(p)

@@ -14,12 +14,13 @@ import sys
 
 from tqdm import tqdm
 
+from model import command
 from model.cli import add_checkpoint_arg, add_decode_args, add_ensemble_arg, decode_options, fail, load_or_exit
 from model.pipeline import translate
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.translate", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.translate"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     add_ensemble_arg(p)

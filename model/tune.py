@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
+from model import command
 from model.checkpoint import Checkpoint, write_decoding
 from model.cli import add_checkpoint_arg, add_split_args, fail, load_or_exit, read_split
 from model.decoding import ALPHAS, DecodeOptions
@@ -60,7 +61,7 @@ def _alphas(text: str) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.tune", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.tune"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     add_split_args(p, "val")

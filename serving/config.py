@@ -2,7 +2,7 @@
 
 | variable | default | what |
 |---|---|---|
-| TRANSFORMER_CHECKPOINTS | checkpoints/ of the checkout | where the app finds checkpoint directories |
+| TRANSFORMER_CHECKPOINTS | model/places.py | the one directory of checkpoints (else the shipped and the user's) |
 | TRANSFORMER_THREADS | min(2, cores) | torch threads of one app process (`make serve` divides the cores) |
 | TRANSFORMER_ADMIT | 1 | new pages drawn at once per process (serving/admission.py) |
 | TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
@@ -20,7 +20,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from model import places
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+STREAMLIT_CONFIG = (ROOT / ".streamlit" / "config.toml",                         # a checkout
+                    ROOT / "transformer_explained" / "streamlit" / "config.toml")  # an installed package
+
+
+def streamlit_flags() -> list[str]:
+    """The app's Streamlit settings (.streamlit/config.toml, which an installed package carries as
+    transformer_explained/streamlit/config.toml) as command-line flags, for an app started from
+    any directory: `--client.toolbarMode viewer`, ..."""
+    import tomllib
+    path = next((p for p in STREAMLIT_CONFIG if p.is_file()), None)
+    if path is None:
+        return []
+    flags = []
+    for section, values in tomllib.loads(path.read_text(encoding="utf-8")).items():
+        for key, value in values.items():
+            flags += [f"--{section}.{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    return flags
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -31,7 +52,8 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
 @dataclass(frozen=True)
 class ServingConfig:
     """The table above, one field per variable (defaults for a 2-core machine)."""
-    checkpoints: Path = ROOT / "checkpoints"
+    checkpoints: Path = ROOT / "checkpoints"   # where new checkpoints go (model/places.py: user_dir)
+    search: tuple[Path, ...] = ()               # where checkpoints are found (model/places.py: search_dirs)
     threads: int = 2                  # torch threads of an app process
     admit: int = 1                    # heavy page runs at once
     max_waiting: int = 60             # students in line before the next is turned away
@@ -48,7 +70,8 @@ class ServingConfig:
         cores = cores or os.cpu_count() or 1
         half = max(1, cores // 2)
         return cls(
-            checkpoints=Path(env.get("TRANSFORMER_CHECKPOINTS") or ROOT / "checkpoints"),
+            checkpoints=places.user_dir(env),
+            search=tuple(places.search_dirs(env)),
             threads=_int(env, "TRANSFORMER_THREADS", max(1, min(2, cores))),
             admit=_int(env, "TRANSFORMER_ADMIT", 1),
             max_waiting=int(env.get("TRANSFORMER_MAX_WAITING") or 60),

@@ -37,6 +37,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from model import command
+from serving.config import streamlit_flags
 from serving.warmup import warm_blocking
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,9 +104,9 @@ cache static
 
 
 def app_command(port: int) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), "--server.port", str(port),
-            "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-            "--browser.gatherUsageStats", "false"]
+    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), *streamlit_flags(),
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+            "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
 
 
 def healthy(port: int) -> bool:
@@ -212,7 +214,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m serving.launcher", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("serving.launcher"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bind", default="127.0.0.1:8501",
                    help="address:port the class connects to (default 127.0.0.1:8501; 0.0.0.0:8501 for a network)")

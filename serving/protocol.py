@@ -200,7 +200,7 @@ class Student:
         try:
             await self.ws.send(BackMsg(rerun_script=client).SerializeToString())
             await asyncio.wait_for(asyncio.shield(self.done), timeout)
-        except (asyncio.TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, ConnectionError) as exc:
             run = Run(kind, time.monotonic() - start, False, f"{type(exc).__name__}: {exc}")
         else:
             problems = list(self.exceptions)

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = tuple(args.page or DEFAULT_PAGES)
     try:
         message = f"warmed up the app on port {args.port} in {warm_blocking(args.port, pages, args.timeout):.1f} s"
-    except (OSError, ConnectionError, RuntimeError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError, ConnectionError, RuntimeError) as exc:
         message = f"error: warming up the app on port {args.port}: {exc}"
     print(message, file=sys.stderr)
     return 1 if message.startswith("error") else 0

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from model.card import read_eval_reports
-from model.checkpoint import find_checkpoints, load_checkpoint
+from model.checkpoint import load_checkpoint
 from model.data import read_parallel
 from model.decoding import DecodeOptions
 from model.metrics import corpus_scores
 from model.pipeline import translate
+from model.places import find_checkpoints
 from tests.support import MULTI30K, ROOT
 
 SHIPPED = find_checkpoints(ROOT / "checkpoints")

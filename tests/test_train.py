@@ -13,12 +13,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import train
 from model import training
 from model.checkpoint import load_checkpoint
 from model.decoding import DecodeOptions
 from model.pipeline import translate
 from tests.support import MULTI30K, ROOT
+from transformer_explained import train
 
 WORDS = [f"w{c}" for c in "abcdefghijkl"]
 

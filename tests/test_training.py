@@ -6,11 +6,11 @@ import copy
 import pytest
 import torch
 
-import train
 from model.checkpoint import CheckpointError, load_weights, save_weights
 from model.data import Example, collate
 from model.training import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step
 from tests.support import tiny_model
+from transformer_explained import train
 
 PAD = 0
 

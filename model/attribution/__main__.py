@@ -19,6 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from model import command
 from model.attribution import attribute, attribution_json
 from model.checkpoint import Checkpoint
 from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
@@ -42,7 +43,7 @@ def attribution_of(ckpt: Checkpoint, text: str, opts: DecodeOptions, integrated:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.attribution", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.attribution"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     source = p.add_mutually_exclusive_group(required=True)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from model import cli
+from model import cli, command
 from model.attribution import attribute, methods
 from model.attribution.gradients import Pass
 from model.checkpoint import Checkpoint, write_config_entry
@@ -164,7 +164,7 @@ def table(summary: Summary, labels: dict[str, str], ks: tuple[int, ...] = KS) ->
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m model.attribution.faithfulness",
+        prog=command.prog("model.attribution.faithfulness"),
         description="How faithful is each attribution method on this model? Erase each method's top-1 / top-3 "
                     "source tokens per generated token and measure the drop in log-probability of the model's own "
                     "greedy translation (ERASER comprehensiveness), against random tokens as the control.",

@@ -10,7 +10,7 @@ import sys
 
 from tqdm import tqdm
 
-from model import cli
+from model import cli, command
 from model.heads import (
     AGREEMENT_SENTENCES,
     DEFAULT_DATA,
@@ -26,7 +26,7 @@ from model.heads.store import default_path, save, to_json
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m model.heads",
+        prog=command.prog("model.heads"),
         description="Run a checkpoint over a set of sentences and measure every attention head of the three kinds "
                     "(encoder self-, decoder self- and cross-attention): entropy, offset profile, share on the "
                     "monotonic diagonal, on the end-of-sentence token and on punctuation, attention distance, "
@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     ckpt = cli.load_or_exit(args)
     try:
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             cli.fail(f"{out}: cannot be written ({exc})")
         print(f"wrote {out}", file=sys.stderr)
     print(summary(stats), file=sys.stderr)
+    return 0
 
 
 def summary(stats: HeadStatistics) -> str:
@@ -102,4 +103,4 @@ def summary(stats: HeadStatistics) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

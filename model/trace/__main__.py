@@ -16,13 +16,14 @@ import argparse
 import sys
 from dataclasses import replace
 
+from model import command
 from model.cli import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
 from model.pipeline import InputError, explain, explanation_json
 from model.trace import Recording
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m model.trace", description=__doc__,
+    p = argparse.ArgumentParser(prog=command.prog("model.trace"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     p.add_argument("--text", required=True, help="the sentence to translate")

@@ -1,0 +1,113 @@
+"""Links: the address bar always names the page and holds the state a teacher shares.
+
+The URL path names the page (`/step`, `/masks`, ...; the first page is at `/`); the
+query parameters hold the settings of app/settings.py (`LINKED`) and the step of the
+step-through page. On a session's first run the parameters are read into the owners of
+app/state.py (each checked by its spec; anything malformed is ignored); at the end of
+every run the owners' values are written back, those that differ from their defaults.
+
+Links made before pages had paths name the page as `view=<slug>`: `read` returns that
+page so the app can open it. Links made while the attention explorer was the first page
+(before the whole-model overview took `/`) have parameters at `/` but no `block`: they
+open the explorer. Every link made on the overview carries `block`, so it stays there.
+"""
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import streamlit as st
+
+from app import state
+from app.settings import ALPHA, CHECKPOINT, TEXT, linked
+
+STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
+BLOCK = "block"               # the overview's block (app/views/overview.py)
+LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
+MAX_STEP = 1000
+
+
+def parse(params: Mapping[str, str], checkpoints: Iterable[str]) -> dict[str, Any]:
+    """URL parameters -> {setting name: value} for the settings that fit their spec."""
+    out: dict[str, Any] = {}
+    known = set(checkpoints)
+    specs = linked()
+    for param, raw in params.items():
+        spec = specs.get(param)
+        if spec is None:
+            continue
+        value = spec.from_link(raw)
+        if value is None or (spec is CHECKPOINT and value not in known):
+            continue
+        out[spec.name] = value
+    return out
+
+
+def linked_step(params: Mapping[str, str]) -> int | None:
+    try:
+        step = int(params.get(STEP, ""))
+    except ValueError:
+        return None
+    return step if 0 <= step <= MAX_STEP else None
+
+
+def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
+    """Once per session: the link's state into the owners. Returns the page an old-style
+    link (`view=...`) names, if any; on later runs too, if `view` is set again (AppTest opens
+    pages this way: it has no public switch to a page that is a function)."""
+    if state.held(state.LINK_READ):
+        view = st.query_params.get(VIEW)
+        return view if view in set(pages) else None
+    state.hold(state.LINK_READ, True)
+    params = {k: st.query_params[k] for k in st.query_params}
+    for name, value in parse(params, checkpoints).items():
+        state.put(name, value)
+    state.cursor().pending = linked_step(params)
+    view = params.get(VIEW)
+    if view in set(pages):
+        return view
+    if params and BLOCK not in params and _opened_at_root(pages):
+        return FORMER_LANDING
+    return None
+
+
+def _opened_at_root(pages: Iterable[str]) -> bool:
+    """Whether the browser asked for the app's root (no page's path at the end of the URL)."""
+    url = st.context.url
+    if not url:
+        return False                     # no browser (AppTest): pages are chosen by script hash
+    return urllib.parse.urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] not in set(pages)
+
+
+def current(values: Mapping[str, Any], step: int, page: str | None = None,
+            defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The owners' values -> URL parameters: the sentence, and every other setting that
+    differs from its default (on the overview, its block always: see the module's text).
+    `defaults` overrides a spec's default by setting name (the model's own alpha)."""
+    out = {}
+    specs = linked()
+    always = {TEXT} | ({specs[BLOCK]} if page == LANDING else set())
+    defaults = defaults or {}
+    for param, spec in specs.items():
+        default = defaults.get(spec.name, spec.default)
+        value = values.get(spec.name, default if spec in always else None)
+        if value is None or (value == default and spec not in always):
+            continue
+        out[param] = spec.to_link(value)
+    if step:
+        out[STEP] = str(step)
+    return out
+
+
+def publish() -> None:
+    """Write the current state into the address bar."""
+    if not state.held(state.LINK_READ):
+        return
+    cursor = state.cursor()
+    model_alpha = state.held(state.MODEL_ALPHA)
+    wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step,
+                     state.held(state.PAGE),
+                     {ALPHA.name: model_alpha} if model_alpha is not None else None)
+    if dict(st.query_params) != wanted:
+        st.query_params.from_dict(wanted)

@@ -1,0 +1,57 @@
+"""The Streamlit app: type a sentence, see every attention head, step through decoding.
+
+Run with `make app` (or `streamlit run app/main.py`). Checkpoints are looked up in
+checkpoints/ (or $TRANSFORMER_CHECKPOINTS). Each run: read the link (first run of a
+session only), draw the sidebar's settings, then the page the URL names
+(app/pages.py), then write the state back into the link. docs/architecture.md
+describes the whole flow.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app import links, pages, resources, state  # noqa: E402
+from app.settings import sidebar  # noqa: E402
+
+
+def no_checkpoint_page() -> None:
+    st.title("No checkpoint yet")
+    st.info(f"The app looks for trained checkpoints in `{resources.checkpoints_dir()}` and found none.")
+    st.markdown("Train one (about 2 hours on a 2-core CPU, much less on a GPU):")
+    st.code(
+        "python train.py --data ../shared/data/multi30k --src en --tgt de --preset small \\\n"
+        "    --out checkpoints/multi30k-en-de --time-budget 110 --half",
+        language="bash",
+    )
+
+
+def run() -> None:
+    checkpoints = resources.available_checkpoints()
+    if not checkpoints:
+        no_checkpoint_page()
+        return
+    jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
+    settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)))
+    nav, st_pages = pages.navigation(settings)
+    if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
+        st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, or AppTest
+    nav.run()
+
+
+def main() -> None:
+    st.set_page_config(page_title="Transformer, explained", page_icon="🔎", layout="wide")
+    try:
+        run()
+    finally:  # also when a page ends the run early (st.rerun while playing, st.switch_page)
+        links.publish()
+
+
+main()

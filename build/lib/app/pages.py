@@ -1,0 +1,132 @@
+"""The app's pages: one registry line each.
+
+To add a page: write a module in app/views/ with `render(ctx: Context) -> None`, and
+add a `Page(...)` line below. Its slug is its URL path (`/slug`; the first page is
+also at `/`) and its name in old-style links (`?view=slug`). Pages that take a
+sentence get the sentence box and the translation drawn above them, and a context
+whose `explanation` is ready; the others get a context without a sentence.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app import resources, sentence, state
+from app.context import Context
+from app.settings import Settings
+from app.views import (
+    attribution,
+    card,
+    explore,
+    head,
+    heads,
+    knockout,
+    lab,
+    lesson,
+    masks,
+    overview,
+    positional,
+    stepper,
+)
+from model.checkpoint import CheckpointError
+from serving.admission import Waiting
+
+
+@dataclass(frozen=True)
+class Page:
+    slug: str
+    title: str
+    icon: str
+    render: Callable[[Context], None]
+    takes_sentence: bool = True
+
+
+PAGES: tuple[Page, ...] = (
+    Page("overview", "The whole model", ":material/account_tree:", overview.render),
+    Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
+    Page("lesson", "Guided lesson", ":material/school:", lesson.render),
+    Page("step", "Step through decoding", ":material/skip_next:", stepper.render),
+    Page("positional", "Positional encoding", ":material/waves:", positional.render),
+    Page("masks", "Masks", ":material/visibility_off:", masks.render),
+    Page("head", "Inside one head", ":material/center_focus_strong:", head.render),
+    Page("knockout", "Head knockout", ":material/block:", knockout.render),
+    Page("attribution", "What the model used", ":material/insights:", attribution.render),
+    Page("heads", "Heads across the corpus", ":material/view_module:", heads.render, takes_sentence=False),
+    Page("lab", "Training lab", ":material/model_training:", lab.render, takes_sentence=False),
+    Page("card", "Model card & training", ":material/description:", card.render, takes_sentence=False),
+)
+BY_SLUG = {p.slug: p for p in PAGES}
+
+
+def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
+    """Draw one page: the title, the sentence and its translation (if the page takes
+    one), then the page itself with its context. A run that may compute (another page,
+    sentence, model or options than this session's last) first passes the admission gate;
+    its sentence is decoded before that, together with other sessions' new sentences."""
+    try:
+        ckpt = resources.get_checkpoint(str(settings.checkpoint))
+    except CheckpointError as exc:
+        st.error(f"This checkpoint cannot be loaded: {exc}")
+        return
+    st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
+    ctx = Context(ckpt, settings, pages=st_pages or {})
+    text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
+    work = (page.slug, str(settings.checkpoint), text, settings.opts)
+    if page.takes_sentence and state.held(state.ADMITTED) != work:
+        sentence.decode_early(ckpt, text, settings)     # batched with the sentences of the same moment
+    with admitted(work) as ok:
+        if not ok:
+            return
+        if page.takes_sentence:
+            ex = sentence.translation(ckpt, text, settings)
+            if ex is None:
+                return
+            ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
+        state.hold(state.PAGE, page.slug)              # links.publish writes what this page needs
+        with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
+            page.render(ctx)
+
+
+@contextmanager
+def admitted(work: tuple) -> Iterator[bool]:
+    """True when the page may be drawn: at once if this session last drew the same `work`
+    (a layer change, a click: light), else once the process's gate lets it through,
+    showing the student their place in line meanwhile. False: the line is full (said)."""
+    note = st.empty()        # drawn on every run: the page's elements keep their places
+    if state.held(state.ADMITTED) == work:
+        yield True
+        return
+    gate = resources.admission_gate()
+
+    def on_wait(w: Waiting) -> None:
+        note.info(f"Many students at once: you are number {w.position} in line for the server "
+                  f"(about {max(1, round(w.seconds))} s). Your page follows by itself.",
+                  icon=":material/hourglass_top:")
+
+    with gate.admitted(on_wait) as ok:
+        note.empty()
+        if not ok:
+            note.warning(f"The server is full right now: {gate.waiting} students are waiting. "
+                         "Please try again in a minute.", icon=":material/group:")
+            st.button("Try again", key="admission-retry")
+        yield ok
+        if ok:
+            state.hold(state.ADMITTED, work)
+
+
+def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:
+    """st.navigation over PAGES (the menu at the top of the sidebar), and the st.Page of each slug."""
+    st_pages: dict[str, st.Page] = {}        # filled below; each page's runner can open the others
+    st_pages.update({p.slug: st.Page(_runner(p, settings, st_pages), title=p.title, icon=p.icon, url_path=p.slug,
+                                     default=p is PAGES[0]) for p in PAGES})
+    return st.navigation(list(st_pages.values())), st_pages
+
+
+def _runner(page: Page, settings: Settings, st_pages: dict[str, st.Page]) -> Callable[[], None]:
+    def run() -> None:
+        show(page, settings, st_pages)
+    run.__name__ = f"page_{page.slug}"
+    return run

@@ -1,0 +1,228 @@
+"""Cached resources, one of each per process, shared by every session and read-only: the
+configuration (read from the environment once), the model, explanations per (checkpoint,
+text, options, recording), figures per what they are drawn from, and the serving machinery
+(admission gate, decoding batcher, lab scheduler) of serving/."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Hashable
+from pathlib import Path
+
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from figures import Display
+from model import heads, places
+from model.attribution import Attribution, attribute
+from model.checkpoint import Checkpoint, load_checkpoint
+from model.decoding import DecodeOptions, DecodeResult
+from model.heads import HeadStatistics
+from model.heads import store as heads_store
+from model.pipeline import (
+    SCORES,
+    Explanation,
+    decode_many,
+    encoder_trace,
+    explain,
+    explain_decoded,
+    knockout_effects,
+    source_ids,
+)
+from model.trace import Recording, Trace
+from serving.admission import Gate
+from serving.batching import Batcher
+from serving.config import ServingConfig
+from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
+from serving.once import Once
+
+DEFAULT_CHECKPOINT = "multi30k-en-de"
+MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
+
+
+def config() -> ServingConfig:
+    """The process's configuration (serving/config.py), made once from its environment. (Keyed by
+    the TRANSFORMER_* variables: tests start several apps with other settings in one process.)"""
+    return _config(tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TRANSFORMER_"))))
+
+
+@functools.cache          # not st.cache_resource: this runs on every rerun, and needs no Streamlit hashing
+def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
+    return ServingConfig.from_env(dict(env))
+
+
+def checkpoints_dir() -> Path:
+    """Where new checkpoints go (the lab's, converted ones): the user's directory (model/places.py)."""
+    return config().checkpoints
+
+
+def available_checkpoints() -> list[Path]:
+    """Every checkpoint of the shipped and the user's directories, one per name (the user's first)."""
+    return places.find_in(config().search)
+
+
+@st.cache_resource(show_spinner=False)
+def _configure_threads() -> bool:
+    # torch.set_num_interop_threads raises on a second call: once per process.
+    # The launcher sets TRANSFORMER_THREADS so that its processes share the cores.
+    torch.set_num_threads(config().threads)
+    return True
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def get_checkpoint(path: str) -> Checkpoint:
+    _configure_threads()
+    ckpt = load_checkpoint(path)
+    with torch.inference_mode():  # warm-up: the first user does not wait
+        explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
+    return ckpt
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None,
+                    recording: Recording = SCORES, knockout: frozenset[str] = frozenset()) -> Explanation:
+    """The sentence's decoding and a trace recording what `recording` says; knockout: heads
+    switched off (the knockout page).
+
+    The decoding itself is done once per (model, sentence, options): the plain
+    explanation's, decoded together with other sessions' sentences of the same moment
+    (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
+    ckpt = get_checkpoint(path)
+    if knockout:                                   # heads switched off change the decoding itself
+        return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
+    if reference is None and recording == SCORES:
+        ids = source_ids(ckpt, text)               # raises InputError here, in its own session
+        return explain_decoded(ckpt, text, ids, decode_batcher()((path, opts), ids))
+    plain = get_explanation(path, text, opts)
+    return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
+
+
+@st.cache_resource(show_spinner=False)
+def decode_batcher() -> Batcher:
+    """The process's batcher of decodings: sentences of one model and one set of options
+    asked for at about the same time are decoded as one batch (at most
+    $TRANSFORMER_MAX_BATCH; 1 turns batching off)."""
+    def run(group: tuple[str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
+        path, opts = group
+        return decode_many(get_checkpoint(path), ids, opts)
+    most = config().max_batch
+    return Batcher(run, max_batch=most, window=0.02 if most > 1 else 0.0)
+
+
+@st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)
+def get_knockout_effects(path: str, text: str, opts: DecodeOptions) -> dict[str, float]:
+    """Every head's and every attention layer's effect on this sentence's translation."""
+    ex = get_explanation(path, text, opts)
+    return knockout_effects(get_checkpoint(path), ex.source_ids, ex.result.tokens)
+
+
+@st.cache_resource(show_spinner=False)
+def _attributions() -> Once[Attribution]:
+    return Once(keep=32)
+
+
+def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated: bool,
+                    on_progress: Callable[[int, int], None] | None = None, gradients: bool = True) -> Attribution:
+    """Every attribution method's reading of a translation (model/attribution) of `ckpt`, whose
+    explanation `ex` is known by `key` (checkpoint path, text, options); integrated: with integrated
+    gradients (seconds; on_progress(done, total) per token, for the session that computes). Once per
+    process: a class on one link waits for one computation."""
+    return _attributions().get((key, integrated), lambda: attribute(
+        ckpt, ex.source_ids, ex.result.tokens, integrated=integrated, on_progress=on_progress))
+
+
+def attribution_ready(key: Hashable, integrated: bool) -> bool:
+    """Whether get_attribution would answer at once."""
+    return _attributions().ready((key, integrated, True))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def weights_fingerprint(path: str) -> str:
+    """The fingerprint of a checkpoint's weights (model/heads), once per process (~0.04 s)."""
+    return heads.fingerprint(get_checkpoint(path).model)
+
+
+def get_head_statistics(path: str) -> tuple[HeadStatistics | None, str]:
+    """The checkpoint's head statistics file if it is current (else None and why not), read once per
+    process and version of the file."""
+    file, weights = heads_store.default_path(path), weights_fingerprint(path)
+    try:
+        stats, why = _head_statistics(str(file), file.stat().st_mtime_ns, weights)
+    except OSError:
+        stats, why = None, f"{file.name} has not been computed for this model yet"
+    if stats is None and (path, weights) in _computed_heads():      # computed here, not writable beside the model
+        return _computed_heads()[(path, weights)], ""
+    return stats, why
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _head_statistics(file: str, version: int, weights: str) -> tuple[HeadStatistics | None, str]:
+    return heads_store.current(file, weights)
+
+
+@st.cache_resource(show_spinner=False)
+def _head_computations() -> Once[HeadStatistics]:
+    return Once(keep=4)
+
+
+@st.cache_resource(show_spinner=False)
+def _computed_heads() -> dict[tuple[str, str], HeadStatistics]:
+    """The latest statistics computed in this process per (checkpoint, weights)."""
+    return {}
+
+
+def compute_head_statistics(path: str, sentences: heads.SentenceSet,
+                            on_progress: heads.Progress | None = None) -> HeadStatistics:
+    """Compute a checkpoint's head statistics over `sentences` and write them beside it, once per
+    process (a second session asking meanwhile waits for the first)."""
+    ckpt, weights = get_checkpoint(path), weights_fingerprint(path)
+    key = (path, weights, heads.digest(sentences.texts))
+    stats = _head_computations().get(key, lambda: heads_store.load_or_compute(
+        ckpt, lambda: sentences, weights=weights, on_progress=on_progress, replace=True))
+    _computed_heads()[(path, weights)] = stats
+    return stats
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
+    return encoder_trace(get_checkpoint(path), list(texts))
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def get_figure(name: str, key: Hashable, display: Display, _build: Callable[[], go.Figure]) -> go.Figure:
+    """The figure `name` drawn from `key` (everything it depends on) on `display`, built once per
+    process and shared (st.plotly_chart only copies it). A widget change that does not touch
+    `key` then costs no figure building."""
+    return display.apply(_build())
+
+
+# ---- admission -------------------------------------------------------------------------------
+# One heavy run at a time: the decoding is batched before the line (decode_early), and what is
+# left (building and sending figures) holds the GIL, so a second one in parallel only slows the
+# light runs beside it (BENCHMARKS.md, session 8: 30 students, admit 1 vs 2).
+@st.cache_resource(show_spinner=False)
+def admission_gate() -> Gate:
+    """The process's admission gate: $TRANSFORMER_ADMIT heavy page runs at once (default 1), at
+    most $TRANSFORMER_MAX_WAITING in line (default 60)."""
+    return Gate(config().admit, config().max_waiting)
+
+
+# ---- the training lab --------------------------------------------------------------------------
+def session_alive(session_id: str) -> bool:
+    """Whether a browser is still connected to this session (True outside a server, e.g. AppTest)."""
+    from streamlit.runtime import Runtime
+    return not Runtime.exists() or Runtime.instance().is_active_session(session_id)
+
+
+@st.cache_resource(show_spinner=False)
+def lab_scheduler() -> Scheduler:
+    """The process's training-lab scheduler: at most $TRANSFORMER_LAB_SLOTS runs train at once
+    (default one per two cores), the others queue. Under `make serve` the limit holds for the
+    machine ($TRANSFORMER_LAB_LOCKS)."""
+    _configure_threads()
+    cfg = config()
+    machine = MachineSlots(cfg.lab_locks, cfg.lab_slots) if cfg.lab_locks else None
+    return Scheduler(cfg.lab_slots, alive=session_alive, machine=machine,
+                     runner=functools.partial(train_in_process, threads=cfg.lab_threads))

@@ -1,0 +1,256 @@
+"""Settings a student can choose: the `Setting` spec, the widgets drawn from it, the registry,
+and the settings every page shares (the sentence, the model, decoding, display, layer/head).
+
+A `Setting` names its widget key (= its name in app/state.py's owner), its link
+parameter, its default, and its bounds or choices. The same spec draws the widget
+(`slider`, `selectbox`, ... below), checks a link's value (app/links.py) and writes
+the link back. A page declares its own settings beside its code with `setting(...)`,
+which enters them in the registry; `linked()` collects every registered setting that a
+link carries (for links, and for a class that follows its teacher). Bounds that depend on
+the model (layers, heads, token positions) are not written here: the widget's options come
+from the model and clamp the value. Decoding choices and defaults come from `DecodeOptions`.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from app import state
+from figures import Display
+from model.checkpoint import Checkpoint, CheckpointError
+from model.decoding import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
+
+MAX_TEXT_CHARS = 1000
+
+
+def flag(raw: str) -> bool:
+    return raw.lower() in ("1", "true", "yes")
+
+
+def index(raw: str) -> int:
+    """A position, a layer, a head: a non-negative integer (the model bounds it when drawn)."""
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"{value} < 0")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str                              # widget key, and the owner's key in app/state.py
+    param: str | None                      # URL query parameter (None: not in links)
+    default: Any
+    parse: Callable[[str], Any] = str      # link text -> value (raises ValueError)
+    bounds: tuple[float, float] | None = None
+    choices: tuple | None = None
+    step: float | None = None              # slider step
+
+    def valid(self, value: Any) -> bool:
+        if self.choices is not None and value not in self.choices:
+            return False
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            return False
+        return not (isinstance(value, str) and len(value) > MAX_TEXT_CHARS)
+
+    def from_link(self, raw: str) -> Any | None:
+        """The value a link's text stands for, or None when it does not fit."""
+        try:
+            value = self.parse(raw)
+        except (TypeError, ValueError):
+            return None
+        return value if self.valid(value) else None
+
+    def to_link(self, value: Any) -> str:
+        return "1" if value is True else str(value)
+
+
+REGISTRY: dict[str, Setting] = {}
+
+
+def setting(name: str, param: str | None, default: Any, parse: Callable[[str], Any] = str, **kw: Any) -> Setting:
+    """Declare a setting (beside the page that draws it) and enter it in the registry."""
+    spec = Setting(name, param, default, parse, **kw)
+    if REGISTRY.get(name, spec) != spec:
+        raise ValueError(f"two different settings named {name!r}")
+    REGISTRY[name] = spec
+    return spec
+
+
+@functools.cache
+def linked() -> dict[str, Setting]:
+    """Every registered setting that a link carries, by link parameter (made once: the registry
+    is complete when the pages are imported). The step of the step-through page is in links too,
+    but its owner is the cursor (app/links.py)."""
+    import app.pages  # noqa: F401 - every page has declared its settings once the registry of pages is loaded
+    return {s.param: s for s in REGISTRY.values() if s.param}
+
+
+_D = DecodeOptions()
+TEXT = setting("text", "text", "")
+CHECKPOINT = setting("checkpoint", "checkpoint", "multi30k-en-de")
+METHOD = setting("method", "method", "beam", choices=METHODS)
+BEAM = setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
+ALPHA = setting("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own
+NO_REPEAT = setting("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
+TEMPERATURE = setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
+TOP_K = setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
+TOP_P = setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
+SEED = setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
+PROJECTOR = setting("projector", "projector", False, flag)
+IMAGE_FORMAT = setting("image_format", "format", "png", choices=("png", "svg"))
+LAYER = setting("layer", "layer", 0, index)      # the explorer's, masks' and one head's layer / head
+HEAD = setting("head", "head", 0, index)
+
+
+# ---- widgets drawn from a spec -------------------------------------------------------------------
+def _within(options: Sequence, fallback: Any) -> Callable[[Any], Any]:
+    return lambda v: v if v in options else fallback
+
+
+def _clamped(s: Setting) -> Callable[[Any], Any]:
+    lo, hi = s.bounds
+    return lambda v: min(max(v, lo), hi) if isinstance(v, int | float) else s.default
+
+
+def selectbox(where: Any, s: Setting, label: str, options: Sequence, default: Any = None, **kw: Any) -> Any:
+    options = list(options)
+    fallback = default if default in options else s.default if s.default in options else options[0]
+    state.restore(s.name, fallback, _within(options, fallback))
+    return state.remember(s.name, where.selectbox(label, options, key=s.name, **kw))
+
+
+def radio(where: Any, s: Setting, label: str, options: Sequence | None = None, **kw: Any) -> Any:
+    options = list(options or s.choices)
+    fallback = s.default if s.default in options else options[0]
+    state.restore(s.name, fallback, _within(options, fallback))
+    return state.remember(s.name, where.radio(label, options, key=s.name, **kw))
+
+
+def slider(where: Any, s: Setting, label: str, bounds: tuple | None = None, default: Any = None, **kw: Any) -> Any:
+    """A slider over the spec's bounds (or `bounds`, for ranges that depend on the model)."""
+    lo, hi = bounds or s.bounds
+    state.restore(s.name, s.default if default is None else default, _clamped(replace(s, bounds=(lo, hi))))
+    if s.step is not None:
+        kw["step"] = s.step
+    return state.remember(s.name, where.slider(label, lo, hi, key=s.name, **kw))
+
+
+def number_input(where: Any, s: Setting, label: str, **kw: Any) -> Any:
+    state.restore(s.name, s.default, _clamped(s))
+    return state.remember(s.name, where.number_input(label, s.bounds[0], s.bounds[1], key=s.name, **kw))
+
+
+def multiselect(where: Any, s: Setting, label: str, options: Sequence, default: Sequence | None = None,
+                **kw: Any) -> list:
+    options = list(options)
+    start = list(default if default is not None else s.default or ())
+    state.restore(s.name, start, lambda v: [x for x in v if x in options])
+    return state.remember(s.name, where.multiselect(label, options, key=s.name, **kw))
+
+
+def range_slider(where: Any, s: Setting, label: str, **kw: Any) -> tuple:
+    """A two-handle slider over the spec's bounds; its value is a (low, high) tuple."""
+    lo, hi = s.bounds
+
+    def fix(v: Any) -> tuple:
+        ok = isinstance(v, tuple | list) and len(v) == 2 and lo <= v[0] <= v[1] <= hi
+        return tuple(v) if ok else s.default
+    state.restore(s.name, s.default, fix)
+    return state.remember(s.name, tuple(where.slider(label, lo, hi, key=s.name, **kw)))
+
+
+def text_input(where: Any, s: Setting, label: str, default: str = "", **kw: Any) -> str:
+    state.restore(s.name, default or s.default, lambda v: v if isinstance(v, str) else default)
+    return state.remember(s.name, where.text_input(label, key=s.name, **kw))
+
+
+def toggle(where: Any, s: Setting, label: str, **kw: Any) -> bool:
+    state.restore(s.name, s.default, bool)
+    return state.remember(s.name, where.toggle(label, key=s.name, **kw))
+
+
+def layer_head(columns: Sequence[Any], n_layers: int, n_heads: int, layer: Setting = LAYER, head: Setting = HEAD,
+               default_layer: int = 0) -> tuple[int, int]:
+    """The one layer / head picker: two selectboxes in the first two of `columns`."""
+    chosen_layer = selectbox(columns[0], layer, "Layer", range(n_layers), default=default_layer)
+    return chosen_layer, selectbox(columns[1], head, "Head", range(n_heads))
+
+
+# ---- the sidebar -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    checkpoint: Path
+    opts: DecodeOptions
+    projector: bool = False
+    image_format: str = "png"
+
+    @property
+    def display(self) -> Display:
+        """Font size and colour scale of every figure (projector mode: large, high contrast)."""
+        return Display.for_projector(self.projector)
+
+
+HELP = {
+    "method": "greedy: the likeliest token each step; beam: keep the k best partial translations; "
+              "sample: draw each token at random from the model's distribution",
+    "alpha": "score = log p / ((5 + length) / 6)^α; 0 = no normalisation",
+    "no_repeat": "forbid the output to contain the same n subword tokens in a row twice (0 = off); "
+                 "a repeat the model wanted then shows what it says instead",
+    "temperature": "divides the logits: below 1 sharper, above 1 flatter",
+    "top_p": "keep the smallest set of likeliest tokens whose probabilities add up to p (1 = all)",
+}
+
+
+def follow_model_alpha(alpha: float) -> None:
+    """The alpha slider starts at the chosen model's alpha and follows it when the model
+    changes, unless the student moved it away from the previous model's. The model's
+    alpha is kept for the link (a link leaves out an alpha equal to its model's)."""
+    before = state.held(state.MODEL_ALPHA)
+    if before is not None and before != alpha and state.get(ALPHA.name, before) == before:
+        state.set_widget(ALPHA.name, alpha)
+    state.hold(state.MODEL_ALPHA, alpha)
+
+
+def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
+    """The decoding widgets; `alpha` is the model's own length penalty."""
+    sb = st.sidebar
+    sb.subheader("Decoding")
+    follow_model_alpha(alpha)
+    method = radio(sb, METHOD, "Method", horizontal=True, help=HELP["method"])
+    kw: dict = {"method": method, "record_steps": True, "record_top_k": 8}
+    if method == "beam":
+        kw["beam_size"] = slider(sb, BEAM, "Beam size")
+        kw["alpha"] = slider(sb, ALPHA, "Length penalty α (GNMT)", default=alpha,
+                             help=f"{HELP['alpha']}; this model's own: {alpha:g}")
+    kw["no_repeat_ngram"] = number_input(sb, NO_REPEAT, "Block repeated n-grams (n, 0 = off)", help=HELP["no_repeat"])
+    if method == "sample":
+        kw["temperature"] = slider(sb, TEMPERATURE, "Temperature", help=HELP["temperature"])
+        kw["top_k"] = slider(sb, TOP_K, "Top-k (0 = all tokens)")
+        kw["top_p"] = slider(sb, TOP_P, "Top-p (nucleus)", help=HELP["top_p"])
+        kw["seed"] = number_input(sb, SEED, "Seed")
+    return DecodeOptions(**kw)
+
+
+def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkpoint]) -> Settings:
+    """`load`: the (cached) model of a checkpoint directory; its beam length penalty is the
+    alpha slider's default. A checkpoint that cannot be loaded gets the usual default (the
+    page then says what is wrong with it)."""
+    names = [p.name for p in checkpoints]
+    name = selectbox(st.sidebar, CHECKPOINT, "Checkpoint", names, default=default,
+                     help="every checkpoint directory found in checkpoints/")
+    chosen = checkpoints[names.index(name)]
+    try:
+        alpha = load(chosen).beam_alpha
+    except CheckpointError:
+        alpha = ALPHA.default
+    opts = decoding_ui(alpha)
+    st.sidebar.subheader("Display")
+    projector = toggle(st.sidebar, PROJECTOR, "Projector mode (large fonts, high contrast)")
+    image_format = radio(st.sidebar, IMAGE_FORMAT, "Figure download format", horizontal=True,
+                         help="the camera icon above each figure downloads it in this format")
+    return Settings(chosen, opts, projector, image_format)

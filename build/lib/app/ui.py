@@ -1,0 +1,36 @@
+"""Small Streamlit helpers shared by the pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+from streamlit.delta_generator import DeltaGenerator
+
+from app.settings import Settings
+from model.readings import matrix_csv
+from model.trace import Trace
+
+
+def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: Settings) -> None:
+    """Show a figure; its camera icon downloads it as PNG or SVG (the sidebar's choice)."""
+    where.plotly_chart(
+        fig,
+        width="stretch",
+        key=key,
+        config={
+            "displaylogo": False,
+            "toImageButtonOptions": {"format": settings.image_format, "filename": key, "scale": 2},
+        },
+    )
+
+
+def csv_button(where: DeltaGenerator, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:
+    """A download button for the matrix a figure shows."""
+    where.download_button(f"Download {name}.csv", data=matrix_csv(matrix, rows, cols), file_name=f"{name}.csv",
+                          mime="text/csv", key=f"csv_{name}", on_click="ignore")
+
+
+def tokens_for(trace: Trace, side: str, index: int = 0) -> list[str]:
+    """The tokens along one side ("source" or "target") of a trace's batch entry."""
+    return (trace.source_tokens if side == "source" else trace.target_tokens)[index]

@@ -1,0 +1,95 @@
+"""Head knockout: switch off chosen heads (or whole layers), translate again, compare."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import figures
+from app import resources, state
+from app.context import Context
+from app.settings import multiselect, setting
+from app.ui import chart
+from model.checkpoint import Checkpoint
+from model.pipeline import head_names, token_probabilities
+
+KO_LAYERS = setting("ko_layers", None, ())          # whole layers switched off
+KO_HEADS = setting("ko_heads", None, ())            # single heads switched off
+KO_CELL = setting("ko_cell", None, None)            # the (module, head) cell clicked in the grid
+
+
+def _label(name: str) -> str:
+    stack, layer, module, head = name.split(".")
+    kind = {"self_attn": "self", "cross_attn": "cross"}[module]
+    return f"{stack} {kind} L{layer} H{head}"
+
+
+def selection_ui(ckpt: Checkpoint) -> frozenset[str]:
+    heads = head_names(ckpt)
+    layers = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in heads))      # in model order
+    c1, c2 = st.columns(2)
+    whole = multiselect(c1, KO_LAYERS, "Switch off whole layers (all their heads)", layers,
+                        format_func=lambda n: _label(n + ".0").rsplit(" H", 1)[0])
+    single = multiselect(c2, KO_HEADS, "Switch off single heads", heads, format_func=_label)
+    return frozenset(single) | frozenset(n for n in heads if n.rsplit(".", 1)[0] in whole)
+
+
+def _module_label(module: str) -> str:
+    return _label(module + ".0").rsplit(" H", 1)[0]
+
+
+def effects_grid(ctx: Context) -> None:
+    """Every head alone, and every whole layer, switched off: how much less likely the translation
+    becomes (computed once per sentence); a click on a cell shows that knockout's translation."""
+    ckpt = ctx.checkpoint
+    effects = resources.get_knockout_effects(ctx.path, ctx.explanation.text, ctx.settings.opts)
+    modules = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in head_names(ckpt)))
+    n_heads = ckpt.config.n_heads
+    grid = np.array([[effects[f"{m}.{h}"] for h in range(n_heads)] + [effects[m]] for m in modules])
+    fig = ctx.figure("ko_grid", (), lambda: figures.knockout_grid(
+        grid, [_module_label(m) for m in modules], title="how much less likely the translation becomes "
+        "(drop in log-probability) with one head, or one whole layer, switched off"))
+    st.plotly_chart(fig, key="ko_grid", on_select="rerun", selection_mode="points", width="stretch",
+                    config={"displaylogo": False})
+    cell = _clicked_cell(state.widget("ko_grid"), len(modules), n_heads)
+    if cell is not None:
+        state.put(KO_CELL.name, cell)
+    cell = state.get(KO_CELL.name)
+    if cell is None or cell[0] >= len(modules) or cell[1] > n_heads:
+        st.caption("Click a cell to see that knockout's translation.")
+        return
+    module, column = modules[cell[0]], cell[1]
+    off = frozenset({f"{module}.{column}"}) if column < n_heads else frozenset(
+        f"{module}.{h}" for h in range(n_heads))
+    what = f"{_module_label(module)} head {column}" if column < n_heads else f"all of {_module_label(module)}"
+    st.markdown(f"**Without {what}** (log-probability drop {grid[cell[0], column]:.2f}): "
+                f"{ctx.knocked_out(off).output or '(empty)'}")
+
+
+def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:
+    try:
+        point = event["selection"]["points"][0]
+        return int(point["y"]), int(point["x"])
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+
+
+def render(ctx: Context) -> None:
+    ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
+    st.caption("Multi-head attention concatenates h heads: MultiHead(Q, K, V) = Concat(head₁, …, head_h) Wᴼ. "
+               "Zero some heads' outputs before Wᴼ and see what the translation loses.")
+    effects_grid(ctx)
+    st.subheader("Switch off heads of your choice")
+    off = selection_ui(ckpt)
+    if not off:
+        st.info("Choose heads or layers to switch off.")
+        return
+    knocked = ctx.knocked_out(off)
+    c1, c2 = st.columns(2)
+    c1.markdown(f"**All heads:** {ex.output or '(empty)'}")
+    c2.markdown(f"**Without {len(off)} head(s):** {knocked.output or '(empty)'}")
+    st.caption("identical translation" if knocked.result.tokens == ex.result.tokens else "the translation changed")
+    before = token_probabilities(ckpt, ex.source_ids, ex.result.tokens)
+    after = token_probabilities(ckpt, ex.source_ids, ex.result.tokens, off)
+    tokens = ckpt.tgt_tokenizer.pieces(before.tokens)
+    fig = ctx.figure("ko_probs", off, lambda: figures.probability_change(tokens, before.probs, after.probs))
+    chart(st, fig, key="ko_probs", settings=settings)

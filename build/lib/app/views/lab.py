@@ -1,0 +1,352 @@
+"""Training lab: train a small Transformer live on a generated task, watch its attention
+form, switch off a part of the paper and see what breaks; then decode with it, save it.
+
+The run itself belongs to serving/lab_jobs.py (off the script thread, K at once per server);
+this page only draws its settings, its progress and its results. The session's job is
+kept in session state (app/state.py, LAB_JOB): a rerun finds it again instead of starting another.
+"""
+from __future__ import annotations
+
+import io
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+
+import plotly.graph_objects as go
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+import figures
+from app import resources, state
+from app.context import Context, greedy_options
+from app.settings import radio, range_slider, selectbox, setting, slider, text_input, toggle
+from app.ui import chart
+from app.views import stepper
+from model import tasks
+from model.decoding import DecodeOptions
+from model.lab import SWITCHES, LabRun, LabSettings, Snapshot
+from model.pipeline import Explanation, InputError, explain
+from model.tasks import TASKS, TaskSpec
+from serving.lab_jobs import Job
+
+LAB_TASK = setting("lab_task", None, "reverse", choices=tuple(TASKS))
+LAB_LENGTHS = setting("lab_lengths", None, (4, 10), bounds=(1, 20))
+LAB_SYMBOLS = setting("lab_symbols", None, 20, int, bounds=(2, 26))
+LAB_D_MODEL = setting("lab_d_model", None, 64, int, choices=(16, 32, 64, 128))
+LAB_HEADS = setting("lab_heads", None, 4, int, choices=(1, 2, 4, 8))
+LAB_LAYERS = setting("lab_layers", None, 2, int, bounds=(1, 3))
+LAB_D_FF = setting("lab_d_ff", None, 256, int, choices=(32, 64, 128, 256, 512))
+LAB_SWITCHES = {name: setting(f"lab_{name}", None, True) for name in SWITCHES}
+LAB_SMOOTHING = setting("lab_smoothing", None, 0.1, float, choices=(0.0, 0.1))
+LAB_WARMUP = setting("lab_warmup", None, True)
+LAB_TEACHER = setting("lab_teacher_forcing", None, True)
+LAB_STEPS = setting("lab_steps", None, 3000, int, bounds=(50, 20_000))
+LAB_SEED = setting("lab_seed", None, 0, int, bounds=(0, 10_000))
+LAB_SNAPSHOT = setting("lab_snapshot", None, -1, int)   # step of the attention snapshot shown (-1: the last)
+LAB_TEXT = setting("lab_text", None, "")                 # the lab model's input to decode
+LAB_SAVE_NAME = setting("lab_save_name", None, "")
+PROGRESS_EVERY_S = 1.0     # the progress bar's refresh while a job is live
+CHARTS_EVERY_S = 2.5       # the curves' and heatmaps' (points and snapshots come every eval_every steps)
+# What happens without each part, on the default task (reverse, length 4-10, 20 letters, d_model 64, 2+2
+# layers): measured by `python -m benchmarks.lab_speed`, medians of 3 seeds (BENCHMARKS.md, "Training lab").
+PREDICTIONS = {
+    "positional_encoding": ("Positional encoding", "Without it the model sees a bag of letters and cannot tell which "
+                            "came last. Measured on reverse: 2 % of held-out sequences right at best in 1,500 steps, "
+                            "against 99 % after 500 steps with it."),
+    "scale_attention": ("Scale scores by 1/√d_k", "Without it the scores grow with √d_k, the softmax saturates and "
+                        "its gradients shrink. Measured on reverse: 99 % after 800 steps instead of 500."),
+    "causal_mask": ("Causal mask while training", "Without it each decoder position can read the next reference "
+                    "token: the training loss falls lower than with the mask (0.63 against 0.66 at step 500; "
+                    "without label smoothing 0.030 against 0.051). Decoding alone has no next token to read: "
+                    "0 % of held-out sequences right."),
+    "residual": ("Residual connections", "Without them the signal and the gradient must pass through every "
+                 "sublayer. Measured on reverse: the training loss still above 2.1 after 1,000 steps, no held-out "
+                 "sequence right in 1,500."),
+}
+OTHER = {
+    "smoothing": "Label smoothing 0.1 moves 10 % of each target's probability onto the other tokens: the training "
+                 "loss cannot fall below about 0.62 here, and the model is less over-confident. Measured on "
+                 "reverse without it: 99 % after 850 steps instead of 500.",
+    "warmup": "Warm-up raises the learning rate over the first 200 steps. Measured: at this size and peak rate "
+              "(0.001) reverse learns without it too (99 % after 400 steps instead of 500); warm-up matters more "
+              "for deeper models and higher rates.",
+    "teacher": "Teacher forcing feeds the decoder the reference. Off, it reads its own greedy guesses, made step by "
+               "step without gradient. Measured on reverse, where each output depends on the source alone: it "
+               "still learns (99 % after 500 steps), each step slower by the extra decoding.",
+}
+
+
+def render(ctx: Context) -> None:
+    st.header("Training lab")
+    st.caption("Train a small Transformer, the same model and the same training step as the shipped ones, on a "
+               "task made up in code. Watch the held-out accuracy rise and the attention form; then switch off "
+               "one part of the paper and train again to see what that part is for.")
+    job: Job | None = state.held(state.LAB_JOB)
+    busy = job is not None and job.active
+    lab = _settings_ui(disabled=busy)
+    _buttons(lab, job)
+    if job is None:
+        return
+    state.hold(state.LAB_PHASE, _phase(job))
+    st.fragment(_live, run_every=PROGRESS_EVERY_S if job.active else None)(ctx, job)
+    if job.run is None or not job.run.history:
+        return
+    if job.active:
+        st.fragment(_charts, run_every=CHARTS_EVERY_S)(ctx, job.run)
+    else:
+        _curves(ctx, job.run)
+        _afterwards(ctx, job)
+
+
+# ---- the settings ------------------------------------------------------------------------------
+def _settings_ui(disabled: bool) -> LabSettings:
+    c = st.columns(3)
+    with c[0]:
+        st.markdown("**Task**")
+        name = selectbox(st, LAB_TASK, "Task", list(tasks.TASKS), disabled=disabled,
+                         format_func=lambda n: f"{n}: {tasks.TASKS[n].example}")
+        letters = name != "dates"
+        lo, hi = range_slider(st, LAB_LENGTHS, "Sequence length", disabled=disabled or not letters)
+        symbols = slider(st, LAB_SYMBOLS, "Symbols (letters a, b, c, ...)", disabled=disabled or not letters)
+        st.caption(tasks.TASKS[name].describe + ("" if letters else " (years 1950-2049)") + ".")
+    with c[1]:
+        st.markdown("**Model**")
+        d_model = selectbox(st, LAB_D_MODEL, "d_model", LAB_D_MODEL.choices, disabled=disabled)
+        fitting = [h for h in LAB_HEADS.choices if d_model % h == 0 and d_model // h >= 2]
+        heads = selectbox(st, LAB_HEADS, "Heads", fitting, disabled=disabled)
+        layers = slider(st, LAB_LAYERS, "Layers per stack", disabled=disabled)
+        d_ff = selectbox(st, LAB_D_FF, "d_ff", LAB_D_FF.choices, disabled=disabled)
+        steps = slider(st, LAB_STEPS, "At most this many steps", step=50, disabled=disabled)
+        seed = slider(st, LAB_SEED, "Seed", bounds=(0, 99), disabled=disabled)
+    with c[2]:
+        st.markdown("**The paper's parts** (switch one off)")
+        switches = {name: toggle(st, LAB_SWITCHES[name], label, help=prediction, disabled=disabled)
+                    for name, (label, prediction) in PREDICTIONS.items()}
+        smoothing = radio(st, LAB_SMOOTHING, "Label smoothing", horizontal=True, help=OTHER["smoothing"],
+                          disabled=disabled)
+        warmup = toggle(st, LAB_WARMUP, "Learning-rate warm-up", help=OTHER["warmup"], disabled=disabled)
+        teacher = toggle(st, LAB_TEACHER, "Teacher forcing", help=OTHER["teacher"], disabled=disabled)
+    for part, on in switches.items():
+        if not on:
+            st.info(f"**{PREDICTIONS[part][0]} off.** {PREDICTIONS[part][1]}")
+    for flag, key in ((warmup, "warmup"), (teacher, "teacher")):
+        if not flag:
+            st.info(OTHER[key])
+    spec = TaskSpec(name, lo, hi, symbols)
+    return LabSettings(task=spec, d_model=d_model, n_heads=heads, n_layers=layers, d_ff=d_ff, label_smoothing=smoothing,
+                       warmup=warmup, teacher_forcing=teacher, max_steps=steps, seed=seed,
+                       time_cap_s=resources.config().lab_max_seconds, **switches)
+
+
+def _buttons(lab: LabSettings, job: Job | None) -> None:
+    """Train / Stop act in callbacks, before the page is drawn, so every disabled state is current."""
+    busy = job is not None and job.active
+    c = st.columns([1, 1, 4])
+    c[0].button("Train", key="lab_train", type="primary", icon=":material/play_arrow:", disabled=busy,
+                on_click=_start, args=(lab,))
+    c[1].button("Stop", key="lab_stop", icon=":material/stop:", disabled=not busy, on_click=_stop)
+    c[2].caption(f"Each run stops by itself at 100 % held-out accuracy, at its step limit, or after "
+                 f"{resources.config().lab_max_seconds:.0f} s; closing the tab stops it too.")
+
+
+def _start(lab: LabSettings) -> None:
+    state.hold(state.LAB_JOB, resources.lab_scheduler().submit(_session_id(), lab))
+    state.put(LAB_SNAPSHOT.name, -1)
+
+
+def _stop() -> None:
+    job = state.held(state.LAB_JOB)
+    if job is not None:
+        resources.lab_scheduler().stop(job)
+
+
+def _session_id() -> str:
+    run_ctx = get_script_run_ctx()
+    return run_ctx.session_id if run_ctx is not None else "local"
+
+
+# ---- while it trains (fragments that rerun by themselves) ----------------------------------------
+def _phase(job: Job) -> tuple[str, bool]:
+    """What changes the page's layout: the job's state, and whether it has points to draw."""
+    return job.state, job.run is not None and bool(job.run.history)
+
+
+def _live(ctx: Context, job: Job) -> None:
+    """The queue position or the progress bar; the whole page again when the layout changes
+    (the run starts drawing, or ends: the settings unlock, the results appear)."""
+    if _phase(job) != state.held(state.LAB_PHASE):
+        st.rerun()
+    if job.state == "queued":
+        sched = resources.lab_scheduler()
+        st.info(f"Waiting for a free training slot: you are number {sched.position(job)} in the queue "
+                f"({sched.training} training now). Your run starts by itself.", icon=":material/hourglass_top:")
+    elif job.error:
+        st.error(f"The run failed: {job.error}")
+    elif job.run is None and not job.active:
+        st.warning(f"The run {ENDINGS.get(job.ended or '', job.ended)} before it started.")
+    elif job.run is None or not job.run.history:
+        st.info("Starting a training process…", icon=":material/hourglass_top:")
+    else:
+        _progress(job, job.run)
+
+
+def _charts(ctx: Context, run: LabRun) -> None:
+    _curves(ctx, run)
+    _attention(ctx, run, run.snapshots[-1])
+
+
+ENDINGS = {"reached": "reached 100 % held-out accuracy", "steps": "reached its step limit",
+           "time": "reached the time limit", "stopped": "was stopped", "left": "ended (the tab was closed)",
+           "diverged": "diverged (the loss became NaN)", "failed": "failed"}
+
+
+def _progress(job: Job, run: LabRun) -> None:
+    s, last = run.settings, (run.history[-1] if run.history else None)
+    acc = "" if last is None else f" · held-out whole-sequence accuracy {last.seq_acc:.0%}"
+    text = f"step {run.step} of {s.max_steps} · {run.seconds:.0f} s of at most {s.time_cap_s:.0f} s{acc}"
+    fraction = min(1.0, max(run.step / s.max_steps, run.seconds / s.time_cap_s))
+    if job.active:
+        st.progress(fraction, text=f"Training: {text}")
+    else:
+        st.success(f"The run {ENDINGS.get(job.ended or '', job.ended)}: {text}.")
+
+
+def _figure(ctx: Context, run: LabRun, name: str, key: tuple, build) -> go.Figure:
+    """A lab figure, built once per (run, what it shows, display) and not every second:
+    the live view redraws each second, new points and snapshots come every `eval_every` steps."""
+    return resources.get_figure(f"lab_{name}", (run.uid, key), ctx.settings.display, build)
+
+
+def _curves(ctx: Context, run: LabRun) -> None:
+    h = list(run.history)
+    fig = _figure(ctx, run, "curves", (len(h), h[-1].step), lambda: figures.lab_curves(
+        [p.step for p in h], [p.train_loss for p in h], [p.heldout_loss for p in h], [p.token_acc for p in h],
+        [p.seq_acc for p in h]))
+    chart(st, fig, key="lab_curves", settings=ctx.settings)
+
+
+def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
+    """The watched example's attention at one snapshot: cross-attention first (the alignment)."""
+    src, dec = run.tokens(run.example)
+    st.markdown(f"**Attention of one held-out example** at step {snap.step}: "
+                f"`{tasks.text(run.example[0])}` → `{tasks.text(run.example[1])}`")
+    left, right = st.columns([2, 3])
+    mean = _figure(ctx, run, "cross_mean", snap.step, lambda: figures.attention_heatmap(
+        snap.attention["decoder.cross_attn"][-1].mean(axis=0), dec, src, row_title="decoder input",
+        col_title="source", title="cross-attention, last layer, mean of the heads"))
+    chart(left, mean, key="lab_cross_mean", settings=ctx.settings)
+    tabs = right.tabs(["cross-attention", "decoder self-attention", "encoder self-attention"])
+    for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
+                                     (dec, dec, src), (src, dec, src)):
+        grid = _figure(ctx, run, name, snap.step, lambda name=name, rows=rows, cols=cols: figures.attention_grid(
+            snap.attention[name], rows, cols))
+        chart(tab, grid, key=f"lab_grid_{name}", settings=ctx.settings)
+
+
+# ---- afterwards ---------------------------------------------------------------------------------
+def _afterwards(ctx: Context, job: Job) -> None:
+    run = job.run
+    st.subheader("Replay the training")
+    steps = [s.step for s in run.snapshots]
+    state.restore(LAB_SNAPSHOT.name, steps[-1], lambda v: v if v in steps else steps[-1])
+    chosen = state.remember(LAB_SNAPSHOT.name, st.select_slider("Attention at step", steps, key=LAB_SNAPSHOT.name))
+    _attention(ctx, run, run.snapshots[steps.index(chosen)])
+    _decode(ctx, job)
+    _save(job)
+
+
+class LabContext(Context):
+    """A Context over a lab model, which is in no checkpoint directory: its figures are
+    cached under the job's id, and its decodings come from the session's own memo."""
+
+    def __init__(self, checkpoint, settings, text, explanation, key: str,
+                 explained: Callable[[str, DecodeOptions], Explanation]) -> None:
+        super().__init__(checkpoint, settings, text, explanation)
+        self.key, self.explained = key, explained
+
+    @property
+    def path(self) -> str:
+        return self.key
+
+    @cached_property
+    def greedy(self) -> Explanation:
+        return self.explained(self.explanation.text, greedy_options(self.settings.opts))
+
+
+def _decode(ctx: Context, job: Job) -> None:
+    st.subheader("Decode with it, step by step")
+    run = job.run
+    text = text_input(st, LAB_TEXT, "Input (words separated by spaces)", default=tasks.text(run.example[0]))
+    text = tasks.normalise(run.settings.task, text)
+    ckpt = _lab_checkpoint(job)
+    try:
+        ex = _explained(text, ctx.settings.opts)
+    except InputError as exc:
+        st.warning(str(exc))
+        return
+    unknown = [w for w, i in zip(text.split(), ckpt.src_tokenizer.encode(text)) if i == ckpt.config.unk_id]
+    if unknown:
+        st.warning(f"Not in this task's vocabulary (read as <unk>): {', '.join(unknown)}")
+    st.markdown(f"**Output** ({ctx.settings.opts.method}, the sidebar's choice): `{ex.output or '(nothing)'}`")
+    stepper.stepping(LabContext(ckpt, ctx.settings, text, ex, key=f"lab:{job.id}", explained=_explained))
+
+
+def _lab_checkpoint(job: Job):
+    cached = state.held(state.LAB_MODEL)
+    if cached is None or cached[0] != job.id:
+        cached = (job.id, job.run.checkpoint(), {})
+        state.hold(state.LAB_MODEL, cached)
+    return cached[1]
+
+
+def _explained(text: str, opts: DecodeOptions) -> Explanation:
+    """The lab model's decoding of `text`, kept in the session for the last few (text, options):
+    a Next press in the step view reruns its fragment, and must not decode again."""
+    _, ckpt, memo = state.held(state.LAB_MODEL)
+    if (text, opts) not in memo:
+        while len(memo) >= 4:
+            memo.pop(next(iter(memo)))
+        memo[(text, opts)] = explain(ckpt, text, opts)
+    return memo[(text, opts)]
+
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _save(job: Job) -> None:
+    st.subheader("Keep it")
+    run = job.run
+    c = st.columns([2, 1, 1])
+    name = text_input(c[0], LAB_SAVE_NAME, "Checkpoint name", default=f"lab-{run.settings.task.name}-{job.id[:6]}")
+    if c[1].button("Save to checkpoints/", key="lab_save", icon=":material/save:"):
+        _save_as(run, name)
+    file = name or "lab-model"
+    c[2].download_button("Download (.zip)", data=lambda: _zipped(run, file), file_name=f"{file}.zip",
+                         mime="application/zip", key="lab_download", icon=":material/download:", on_click="ignore")
+
+
+def _save_as(run: LabRun, name: str) -> None:
+    if not NAME.match(name or ""):
+        st.error("A checkpoint name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+        return
+    target = resources.checkpoints_dir() / name
+    if target.exists():
+        st.error(f"`{name}` exists already: choose another name.")
+        return
+    run.save(target)
+    st.success(f"Saved as `{name}`: choose it in the sidebar's checkpoint list and every page opens it.")
+
+
+def _zipped(run: LabRun, name: str) -> bytes:
+    """The checkpoint directory `name`, zipped (built when the button is clicked)."""
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = run.save(Path(tmp) / (name if NAME.match(name) else "lab-model"))
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(directory.iterdir()):
+                zf.write(f, f"{directory.name}/{f.name}")
+    return buffer.getvalue()
+

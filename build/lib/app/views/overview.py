@@ -1,0 +1,268 @@
+"""The whole Transformer on one screen: figure 1 of the paper, drawn from the loaded model's
+config and filled with the sentence's real numbers; a click on a block opens its details.
+
+The numbers come from one teacher-forced pass over the translation recorded with the
+residual stream (`ctx.with_stream`; names in model/trace, readings in model/stream.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+import figures
+from app import links, state
+from app.context import Context
+from app.settings import LAYER, index, selectbox, setting, slider
+from app.ui import chart
+from app.views.explore import KIND
+from figures import diagram
+from model import names, stream
+from model.decoding import output_log_probs, sampling_distribution
+from model.kinds import of_module
+from model.trace import Trace
+
+OV_BLOCK = setting("ov_block", links.BLOCK, "encoder.self_attn", choices=diagram.BLOCK_IDS)
+OV_TOKEN = setting("ov_token", "token", 0, index)      # the source token followed
+OV_POS = setting("ov_pos", "pos", 0, index)            # the decoder position followed
+OV_LAYER = setting("ov_layer", "ov_layer", 0, index)
+OV_TEMPERATURE = setting("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), step=0.1)
+OV_TOP_K = setting("ov_top_k", None, 0, int, bounds=(0, 50))
+OV_TOP_P = setting("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
+OV_UNIT = setting("ov_unit", None, None, int)
+
+
+def render(ctx: Context) -> None:
+    if ctx.checkpoint.config.norm_first:
+        st.info("This overview follows the paper's post-norm layers; this model is pre-norm.")
+        return
+    overview(ctx)
+
+
+@st.fragment
+def overview(ctx: Context) -> None:
+    """A fragment: a click on a block, the token and position pickers and the panels' own
+    widgets rerun only this, not the sentence and its translation above."""
+    ex = ctx.with_stream
+    trace, cfg = ex.trace, ctx.checkpoint.config
+    src, tgt = trace.source_tokens[0], trace.target_tokens[0]
+    st.caption("Figure 1 of the paper, drawn for this model, with this sentence's numbers in every block: each "
+               "strip is the chosen token's vector (d_model values, red positive, blue negative) or its attention "
+               "row over the keys (the heads' mean). Click a block to open it.")
+    c = st.columns(3)
+    token = selectbox(c[0], OV_TOKEN, "Source token", range(len(src)), format_func=lambda i: f"{i}: {src[i]}")
+    pos = selectbox(c[1], OV_POS, "Decoder position (predicts the next token)", range(len(tgt)),
+                    format_func=lambda i: f"{i}: {tgt[i]}")
+    layer = selectbox(c[2], OV_LAYER, "Layer shown in the N× stacks",
+                      range(min(cfg.n_encoder_layers, cfg.n_decoder_layers)))
+    with torch.no_grad():
+        log_probs = output_log_probs(ctx.checkpoint.model, trace.stack_output("decoder")[0])   # (T, V)
+    top = _top(ctx, log_probs[pos], 5)
+    block = _block_picker(ctx, trace, token, pos, layer, top)
+    st.divider()
+    PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
+                                                                                      (token, pos, layer), log_probs)
+    links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
+
+
+def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float]]:
+    values, ids = log_probs.exp().topk(k)
+    pieces = ctx.checkpoint.tgt_tokenizer.pieces(ids.tolist())
+    return list(zip(pieces, values.tolist()))
+
+
+def _block_picker(ctx: Context, trace: Trace, token: int, pos: int, layer: int, top: list) -> str:
+    """The figure (a click selects a block) and a list of the blocks that says the same."""
+    clicked = _clicked(state.widget("overview_figure"))
+    if clicked is not None and clicked != state.held(state.OV_CLICKED):
+        state.hold(state.OV_CLICKED, clicked)
+        state.set_widget(OV_BLOCK.name, clicked)
+    names = diagram.picker_names(ctx.checkpoint.config)
+    block = selectbox(st, OV_BLOCK, "Block", diagram.BLOCK_IDS, format_func=lambda b: names[b],
+                      help="or click a block in the figure")
+    values, texts = diagram.values_of(trace, token, pos, layer, top)
+    fig = ctx.figure("overview", (token, pos, layer, block), lambda: diagram.model_diagram(
+        ctx.checkpoint.config, values, texts, selected=block, large=ctx.settings.display.large))
+    st.plotly_chart(fig, key="overview_figure", on_select="rerun", selection_mode="points", width="stretch",
+                    config={"displaylogo": False, "displayModeBar": False})
+    return block
+
+
+def _clicked(event) -> str | None:
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return None
+    for point in points:
+        if point.get("customdata") in diagram.BLOCK_IDS:
+            return point["customdata"]
+    return None
+
+
+# ---- the panels ---------------------------------------------------------------------------------
+def _side(block: str) -> tuple[str, str]:
+    return ("encoder", "source") if block.startswith("encoder") else ("decoder", "target")
+
+
+def embedding_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
+    stack, side = _side(block)
+    i = where[0] if side == "source" else where[1]
+    tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
+    ids = ctx.explanation.source_ids if side == "source" else ctx.explanation.target_ids
+    cfg, model = ctx.checkpoint.config, ctx.checkpoint.model
+    st.subheader(f"{'Input' if side == 'source' else 'Output'} embedding")
+    st.markdown("The tokenizer cuts the text into subword pieces; each piece's id picks one row of the embedding "
+                f"matrix ({cfg.src_vocab_size} × {cfg.d_model}), multiplied by √d_model = {cfg.d_model ** 0.5:.1f} "
+                "so that it is as large as the positional encoding added next.")
+    st.latex(r"x_i = E[\mathrm{id}_i] \cdot \sqrt{d_{\mathrm{model}}}")
+    st.dataframe(pd.DataFrame({"piece": tokens, "id": ids[:len(tokens)]}).T.astype(str), width="stretch")
+    table = (model.src_embed if side == "source" else model.tgt_embed).lut.weight.detach()   # (V, D)
+    row = table[ids[i]]
+    scaled = trace[names.side(side, "embedding")][0, i]
+    fig = ctx.figure("ov_embedding", (side, i), lambda: figures.vector_heatmap(
+        np.stack([row.numpy(), scaled.numpy()]), ["row E[id]", "× √d_model"],
+        f"the embedding of {figures.label(tokens[i])} (id {ids[i]})"))
+    chart(st, fig, key="ov_embedding", settings=ctx.settings)
+    specials = tuple(sorted({cfg.pad_id, cfg.unk_id, cfg.bos_id, cfg.eos_id}))
+    near = stream.nearest_tokens(table, ids[i], 10, exclude=specials)
+    tokenizer = ctx.checkpoint.src_tokenizer if side == "source" else ctx.checkpoint.tgt_tokenizer
+    pieces = tokenizer.pieces([n for n, _ in near])
+    st.markdown(f"**Nearest tokens to {tokens[i]}** in embedding space (cosine similarity; the token itself "
+                "and the special symbols left out):")
+    st.dataframe(pd.DataFrame({"token": pieces, "cosine": [round(v, 3) for _, v in near]}), hide_index=True)
+
+
+def positional_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
+    stack, side = _side(block)
+    i = where[0] if side == "source" else where[1]
+    tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
+    emb, pe, total = (trace[names.side(side, "embedding")][0, i], trace[names.side(side, "positional")][i],
+                      trace[names.side(side, "input")][0, i])
+    st.subheader("Positional encoding added")
+    if not ctx.checkpoint.config.positional_encoding:
+        st.warning("This model was built without positional encoding (a training-lab experiment): nothing is added.")
+    st.markdown(f"The encoder and decoder see tokens all at once; the only thing that tells position {i} from the "
+                "others is this vector of sines and cosines of different wavelengths, added to the embedding.")
+    st.latex(r"PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{\mathrm{model}}}),\quad "
+             r"PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{\mathrm{model}}})")
+    fig = ctx.figure("ov_positional", (side, i), lambda: figures.vector_heatmap(
+        np.stack([emb.numpy(), pe.numpy(), total.numpy()]), ["embedding × √d", f"PE(position {i})", "sum"],
+        f"{figures.label(tokens[i])} at position {i}"))
+    chart(st, fig, key="ov_positional", settings=ctx.settings)
+    st.markdown(f"Norms: embedding {emb.norm():.2f}, positional encoding {pe.norm():.2f}, sum {total.norm():.2f}.")
+
+
+def attention_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
+    kind = of_module(*block.split(".")).name
+    layer = where[2]
+    st.subheader({"encoder_self": "Encoder self-attention", "decoder_self": "Masked decoder self-attention",
+                  "cross": "Cross-attention (queries: decoder, keys and values: encoder)"}[kind])
+    st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\left(\frac{QK^T}{\sqrt{d_k}}\right)V")
+    st.markdown("Every head of every layer, the masks and the scores have their own pages; open the explorer at "
+                f"this kind of attention, layer {layer}:")
+    if st.button("Open in the attention explorer", key="ov_open_attention", icon=":material/grid_view:"):
+        state.set_widget(KIND.name, kind)
+        state.set_widget(LAYER.name, layer)
+        ctx.open("explore")
+
+
+def norm_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
+    stack, side = _side(block)
+    i, layer = (where[0] if side == "source" else where[1]), where[2]
+    sub_kind = block.split(".")[1]
+    sub = names.sublayer(stack, min(layer, trace.num_layers(stack) - 1), sub_kind)
+    tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
+    st.subheader(f"Add & Norm after {sub_kind.replace('_', ' ')}, layer {layer}")
+    st.markdown("The sublayer's output is added to its input (the residual stream), then LayerNorm rescales each "
+                "token's vector to mean 0 and standard deviation 1 and applies a learned scale γ and shift β.")
+    st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)) = \gamma \odot \frac{s - \mu}{\sigma} + \beta,"
+             r"\quad s = x + \mathrm{Sublayer}(x)")
+    parts = [trace[names.part(sub, p)][0, i].numpy() for p in ("in", "update", "sum", "out")]
+    fig = ctx.figure("ov_norm_vectors", (sub, i), lambda: figures.vector_heatmap(
+        np.stack(parts), ["x (in)", "Sublayer(x)", "x + Sublayer(x)", "out"],
+        f"{figures.label(tokens[i])}: the stream through this sublayer"))
+    chart(st, fig, key="ov_norm_vectors", settings=ctx.settings)
+    mean, std = float(trace[names.part(sub, "norm.mean")][0, i]), float(trace[names.part(sub, "norm.std")][0, i])
+    gamma, beta = (trace[names.part(sub, f"norm.{p}")].numpy() for p in ("gamma", "beta"))
+    s_vec = parts[2]
+    dims = list(range(min(8, len(s_vec))))
+    steps = pd.DataFrame({"s": s_vec[dims], "(s − μ)/σ": (s_vec[dims] - mean) / std, "γ": gamma[dims],
+                          "β": beta[dims], "out": parts[3][dims]}, index=[f"dim {d}" for d in dims]).T
+    st.markdown(f"**LayerNorm step by step** (first {len(dims)} dimensions): μ = {mean:.3f}, σ = {std:.3f}")
+    st.dataframe(steps.round(3), width="stretch")
+    ratios = stream.update_ratios(trace, stack)[:, :, 0, i].numpy()       # (L, n_sublayers)
+    fig = ctx.figure("ov_norm_ratios", (stack, i), lambda: figures.update_sizes(
+        ratios, list(stream.SUBLAYERS[stack]), tokens[i]))
+    chart(st, fig, key="ov_norm_ratios", settings=ctx.settings)
+
+
+def ffn_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
+    stack, side = _side(block)
+    i, layer = (where[0] if side == "source" else where[1]), where[2]
+    sub = names.sublayer(stack, min(layer, trace.num_layers(stack) - 1), "feed_forward")
+    tokens = trace.source_tokens[0] if side == "source" else trace.target_tokens[0]
+    cfg = ctx.checkpoint.config
+    hidden = trace[names.part(sub, "hidden")][0]                         # (T, d_ff)
+    st.subheader(f"Position-wise feed-forward network, layer {layer}")
+    st.markdown(f"The same two linear layers for every position, {cfg.d_model} → {cfg.d_ff} → {cfg.d_model}, "
+                f"with a {cfg.activation.upper() if cfg.activation == 'relu' else cfg.activation} in between.")
+    st.latex(r"\mathrm{FFN}(x) = \max(0,\ xW_1 + b_1)\,W_2 + b_2")
+    zeros = int(stream.ffn_zeros(trace, sub)[0, i])
+    top = hidden[i].topk(5).indices.tolist()
+    st.markdown(f"For **{tokens[i]}**: {zeros} of {cfg.d_ff} hidden units are exactly zero after the "
+                f"{'ReLU' if cfg.activation == 'relu' else cfg.activation}; the most active are units "
+                f"{', '.join(map(str, top))}.")
+    units = ctx.figure("ov_ffn_units", (sub, i), lambda: figures.unit_bars(
+        hidden[i].numpy(), f"the {cfg.d_ff} hidden units of {figures.label(tokens[i])}", top))
+    chart(st, units, key="ov_ffn_units", settings=ctx.settings)
+    unit = selectbox(st, OV_UNIT, "Which tokens activate unit", range(cfg.d_ff), default=top[0])
+    across = ctx.figure("ov_ffn_tokens", (sub, unit), lambda: figures.token_bars(
+        tokens, hidden[:, unit].tolist(), f"unit {unit} across the sentence", "activation"))
+    chart(st, across, key="ov_ffn_tokens", settings=ctx.settings)
+
+
+def output_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
+    pos, cfg = where[1], ctx.checkpoint.config
+    tgt = trace.target_tokens[0]
+    st.subheader("The output: linear layer, softmax, and what each layer would have said")
+    st.markdown(f"The decoder's last vector at position {pos} ({tgt[pos]}) goes through one linear layer to "
+                f"{cfg.tgt_vocab_size} scores (logits)" + (": its weights are the embedding matrix itself (tied, "
+                "section 3.4)" if cfg.tie_embeddings else "") + "; softmax turns them into probabilities.")
+    st.latex(r"P(\text{next token}) = \mathrm{softmax}(h\,W_E^{T} / T)")
+    c = st.columns(3)
+    temperature = slider(c[0], OV_TEMPERATURE, "Temperature T")
+    top_k = slider(c[1], OV_TOP_K, "Top-k cut (0: none)")
+    top_p = slider(c[2], OV_TOP_P, "Top-p cut (1: none)")
+    kept = sampling_distribution(log_probs[pos], temperature, top_k, top_p)
+    probs = (log_probs[pos] / temperature).softmax(-1)
+    order = probs.topk(20).indices
+    pieces = ctx.checkpoint.tgt_tokenizer.pieces(order.tolist())
+    fig = ctx.figure("ov_output", (pos, temperature, top_k, top_p), lambda: figures.distribution(
+        pieces, probs[order].tolist(), (kept[order] > 0).tolist(),
+        f"the 20 likeliest next tokens at T = {temperature:g} (grey: cut by top-k/top-p)"))
+    chart(st, fig, key="ov_output", settings=ctx.settings)
+    _logit_lens(ctx, trace, pos)
+
+
+def _logit_lens(ctx: Context, trace: Trace, pos: int) -> None:
+    lens = stream.logit_lens(ctx.checkpoint.model, trace)[:, 0, pos]    # (L, V)
+    chosen = ctx.explanation.target_ids[pos + 1] if pos + 1 < len(ctx.explanation.target_ids) else \
+        ctx.checkpoint.config.eos_id
+    ranks = stream.token_ranks(lens, torch.full((lens.size(0),), chosen))
+    pieces = ctx.checkpoint.tgt_tokenizer.pieces
+    rows = []
+    for layer in range(lens.size(0)):
+        top = lens[layer].exp().topk(3)
+        said = zip(pieces(top.indices.tolist()), top.values.tolist())
+        rows.append({"layer": layer, "would predict": ", ".join(f"{p} {v:.2f}" for p, v in said),
+                     f"rank of {pieces([chosen])[0]}": int(ranks[layer])})
+    st.markdown("**Layer by layer (logit lens):** each decoder layer's output sent through the same linear layer "
+                "and softmax, as if the model stopped there (post-norm: each layer's output is already normalised). "
+                "The last row is the model's real prediction.")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+PANELS = {"embedding": embedding_panel, "positional": positional_panel, "self_attn": attention_panel,
+          "cross_attn": attention_panel, "norm": norm_panel, "feed_forward": ffn_panel,
+          "output.linear": output_panel, "output.softmax": output_panel}

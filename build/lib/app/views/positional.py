@@ -1,0 +1,71 @@
+"""Positional encoding: the PE matrix, its sinusoids, position similarity, and what
+each position receives (embedding·√d_model + PE)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import figures
+from app.context import Context
+from app.settings import multiselect, setting, slider
+from app.ui import chart, csv_button
+from model import names
+
+PE_DIMS = setting("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
+PE_POSITIONS = setting("pe_positions", None, 100, int)
+FORMULA = {
+    "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
+                   r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",
+    "halves": r"PE_{(pos,\,i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
+              r"PE_{(pos,\,d_{model}/2+i)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\ "
+              r"i < d_{model}/2",
+}
+INTRO = (
+    "Attention itself ignores word order: every token is compared with every other. The model knows positions "
+    "only because a fixed pattern of sines and cosines is added to each token's embedding before the first layer."
+)
+HALVES_NOTE = (
+    "This model (Marian) lays the same sinusoids out differently from the paper: all sines in the first half of "
+    "the dimensions, all cosines in the second."
+)
+CURVES_CAPTION = (
+    "Low dimensions turn fast, high ones slowly: together they give each position a unique code, and "
+    "PE(pos + k) is a fixed rotation of PE(pos) for any offset k, so relative positions are easy to use."
+)
+
+
+def default_dims(d: int, layout: str) -> list[int]:
+    """A fast sine and its cosine, a slower pair, the slowest sine."""
+    if layout == "halves":
+        return [0, d // 2, 8, d // 2 + 8, d // 2 - 1]
+    return [0, 1, 8, min(64, d - 2), d - 2]
+
+
+def render(ctx: Context) -> None:
+    ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
+    cfg = ckpt.config
+    st.caption(INTRO)
+    st.latex(FORMULA[cfg.pe_layout])
+    if cfg.pe_layout == "halves":
+        st.caption(HALVES_NOTE)
+    tokens = ex.trace.source_tokens[0]
+    pe = ex.trace[names.side("source", "positional")].numpy()  # (S, D)
+    c1, c2 = st.columns(2)
+    chart(c1, ctx.figure("pe_heatmap", (), lambda: figures.pe_heatmap(pe, tokens)), key="pe_heatmap", settings=settings)
+    chart(c2, ctx.figure("pe_similarity", (), lambda: figures.pe_similarity(pe, tokens)), key="pe_similarity",
+          settings=settings)
+    csv_button(c1, pe, tokens, [str(i) for i in range(pe.shape[1])], "positional-encoding")
+    d = cfg.d_model
+    dims = multiselect(st, PE_DIMS, "Dimensions to plot", range(d), default=default_dims(d, cfg.pe_layout))
+    positions = slider(st, PE_POSITIONS, "Positions", bounds=(10, cfg.max_positions),
+                       default=min(100, cfg.max_positions))
+    curves = ctx.figure("pe_curves", (tuple(dims), positions), lambda: figures.pe_curves(
+        ckpt.model.positional.pe[:positions].numpy(), dims))
+    chart(st, curves, key="pe_curves", settings=settings)
+    st.caption(CURVES_CAPTION)
+    parts = ctx.figure("pe_decomposition", (), lambda: figures.embedding_decomposition(
+        ex.trace[names.side("source", "embedding")][0].numpy(), pe, tokens))
+    chart(st, parts, key="pe_decomposition", settings=settings)
+    st.caption(f"Token embeddings are multiplied by √d_model = {d**0.5:.1f}, so they are not drowned by the "
+               "positional encoding, whose norm is √(d_model/2) at every position." if cfg.scale_embedding else
+               "This model does not scale its token embeddings by √d_model.")

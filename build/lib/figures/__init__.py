@@ -1,0 +1,42 @@
+"""Pure figure builders: plain arrays and token lists in, plotly figures out (no Streamlit).
+
+One module per topic; this package names every builder so that pages can write
+`figures.attention_heatmap(...)`. The display (font size, colour scale) is not an
+argument of any builder: `figures.common.Display.apply` sets it once, where a figure is
+cached (app/ui.py). The paper's figure 1 is `figures.diagram`, the lesson's steps with
+their figures `figures.lesson`.
+"""
+from figures.attention import (
+    attention_grid,
+    attention_heatmap,
+    grid_layout,
+    mask_heatmap,
+    row_across_heads,
+    score_pipeline,
+    scores_heatmap,
+)
+from figures.attribution import (
+    attribution_heatmap,
+    faithfulness_bars,
+    head_agreement_grid,
+    looked_vs_used,
+    source_share_bars,
+    step_used_vs_looked,
+)
+from figures.common import COLORSCALE, CONTRAST_COLORSCALE, MARGIN, Display, label, labels
+from figures.decoding import beam_tree, distribution, token_confidence, top_k_bar
+from figures.knockout import knockout_grid, probability_change
+from figures.positional import embedding_decomposition, pe_curves, pe_heatmap, pe_similarity
+from figures.training import lab_curves, training_curves
+from figures.vectors import token_bars, unit_bars, update_sizes, vector_heatmap
+
+__all__ = [
+    "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heatmap",
+    "attribution_heatmap", "beam_tree", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
+    "source_share_bars",
+    "step_used_vs_looked",
+    "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",
+    "mask_heatmap", "pe_curves", "pe_heatmap", "pe_similarity", "probability_change", "row_across_heads",
+    "score_pipeline", "scores_heatmap", "token_bars", "token_confidence", "top_k_bar", "training_curves",
+    "unit_bars", "update_sizes", "vector_heatmap",
+]

@@ -1,0 +1,102 @@
+"""What every figure shares: token labels and axes, margins, colours, and the display.
+
+Conventions: axes that carry tokens use integer positions with the tokens as tick text
+(repeated tokens stay separate ticks) and tokens are HTML-escaped.
+
+The display (font size, colour scale; projector mode chooses both) is applied in one place,
+`Display.apply`, after a builder returns: builders draw at the base font size, and mark
+what the display's sequential colour scale colours (`meta=SEQUENTIAL` on a trace, or on
+the layout for a shared colour axis).
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+COLORSCALE = "Blues"
+CONTRAST_COLORSCALE = "Viridis"
+DIVERGING = "RdBu"
+MARGIN = dict(l=10, r=10, t=50, b=10)  # every figure: room for its title, tight elsewhere
+STATUS_COLORS = {"kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#b0b0b0", "live": "#1f77b4", "chosen": "#d62728"}
+SEQUENTIAL = "sequential"   # marks what the display's sequential colour scale colours
+FOLLOWS_FONT = "follows-font"   # an annotation's name: its size moves with the display's font size
+BASE_FONT = 12
+
+
+@dataclass(frozen=True)
+class Display:
+    """How figures look on this screen: the one place font size and colour scale are applied."""
+    font_size: int = BASE_FONT
+    sequential: str = COLORSCALE
+
+    @classmethod
+    def for_projector(cls, projector: bool) -> Display:
+        """Large fonts and a high-contrast scale for a projector; the defaults otherwise."""
+        return cls(18, CONTRAST_COLORSCALE) if projector else cls()
+
+    @property
+    def large(self) -> bool:
+        return self.font_size > 14
+
+    def apply(self, fig: go.Figure) -> go.Figure:
+        """Set the font size (annotations named FOLLOWS_FONT, drawn at sizes near the base, move by
+        as much; others keep theirs) and the sequential colour scale of the marked traces. Changes
+        `fig` (a fresh one: call it before caching)."""
+        fig.layout.font.size = self.font_size
+        delta = self.font_size - BASE_FONT
+        if delta:
+            for note in fig.layout.annotations:
+                if note.name == FOLLOWS_FONT and note.font.size is not None:
+                    note.font.size += delta
+        for trace in fig.data:
+            if trace.meta == SEQUENTIAL:
+                trace.colorscale = self.sequential
+        if fig.layout.meta == SEQUENTIAL:
+            fig.layout.coloraxis.colorscale = self.sequential
+        return fig
+
+
+def label(token: str) -> str:
+    """A token as shown on an axis: escaped, with sentencepiece's word mark kept visible."""
+    return html.escape(token, quote=False)
+
+
+def labels(tokens: Sequence[str]) -> list[str]:
+    return [label(t) for t in tokens]
+
+
+def axis(tokens: Sequence[str], title: str | None = None, reverse: bool = False) -> dict:
+    """An axis whose ticks are the tokens, at integer positions."""
+    ax = dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=labels(tokens), showgrid=False,
+              zeroline=False)
+    if title:
+        ax["title"] = title
+    if reverse:
+        ax["autorange"] = "reversed"
+    return ax
+
+
+def hover(row_name: str, col_name: str) -> str:
+    return f"{row_name}: %{{customdata[0]}}<br>{col_name}: %{{customdata[1]}}<br>weight: %{{z:.4f}}<extra></extra>"
+
+
+def customdata(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
+    """(Tq, Tk, 2) hover labels "i: token". A string array, not Python objects: a cached figure
+    then holds ~200 objects for the garbage collector to walk instead of ~2,000 (same JSON)."""
+    r, c = labels(rows), labels(cols)
+    return np.array([[[f"{i}: {r[i]}", f"{j}: {c[j]}"] for j in range(len(c))] for i in range(len(r))], dtype=str)
+
+
+def cell_targets(n_rows: int, n_cols: int, customdata, hovertemplate: str) -> go.Scatter:
+    """Invisible markers on the centre of every heatmap cell (x = column, y = row), carrying the
+    heatmap's hover: Streamlit reports no click on a heatmap (streamlit#8760), but does on markers,
+    as {"x": column, "y": row}. Add it after the heatmap, whose own hover is then skipped."""
+    cols, rows = np.meshgrid(np.arange(n_cols), np.arange(n_rows))
+    return go.Scatter(x=cols.ravel(), y=rows.ravel(), mode="markers", showlegend=False,
+                      customdata=np.asarray(customdata, dtype=object).reshape(n_rows * n_cols, -1)[:, 0],
+                      marker=dict(symbol="square", size=36, opacity=0.0, color="#000"),
+                      hovertemplate=hovertemplate)

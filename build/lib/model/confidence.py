@@ -1,0 +1,134 @@
+"""How far to trust one translation: the model's own probabilities, and how familiar the input is.
+
+A model knows what it was trained on, and little else. Three numbers are read from one decoding:
+
+- `mean_log_prob`: the mean log-probability of the output's tokens (EOS included): low when the
+  model hesitated all the way through;
+- `min_log_prob`: the lowest of them: one unsure word is enough to get a sentence wrong;
+- `unseen_share`: the share of the source's words that never occur in the sentences the model was
+  trained on (the checkpoint's `familiar_words.txt`): text unlike anything it has read.
+
+A logistic regression fitted on val sets (`python -m model.confidence --checkpoint DIR ...`) turns
+them into P(wrong), where "wrong" means a sentence chrF below `WRONG_CHRF` against all references of
+the sentence; a translation is flagged when P(wrong) reaches the threshold chosen there. The fit is
+stored in the checkpoint's config.json ("confidence"), next to the beam's alpha. A checkpoint without
+one gets the probabilities alone, marked as not calibrated.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FAMILIAR_WORDS = "familiar_words.txt"   # in a checkpoint: one word per line, from its training sources
+WRONG_CHRF = 40.0                       # sentence chrF (all references) under which a translation counts as wrong
+LOW_TOKEN_PROB = 0.25                   # a token the model gave less than this is shown as unsure
+FEATURES = ("mean_log_prob", "min_log_prob", "unseen_share")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of a text as the familiarity check counts them: letters only, lowercased."""
+    return _WORD.findall(text.lower())
+
+
+def read_familiar_words(directory: str | Path) -> frozenset[str] | None:
+    path = Path(directory) / FAMILIAR_WORDS
+    if not path.is_file():
+        return None
+    return frozenset(w for w in path.read_text(encoding="utf-8").split("\n") if w)
+
+
+def familiar_words_text(sources: list[str]) -> str:
+    """The file content for FAMILIAR_WORDS: every word of the training sources, sorted."""
+    return "\n".join(sorted({w for s in sources for w in words(s)})) + "\n"
+
+
+def unseen_words(text: str, familiar: frozenset[str] | None) -> list[str]:
+    """The source's words the model never read in training (in order, each once)."""
+    if familiar is None:
+        return []
+    return list(dict.fromkeys(w for w in words(text) if w not in familiar))
+
+
+def features(token_probs: list[float], text: str, familiar: frozenset[str] | None) -> tuple[float, float, float]:
+    """FEATURES of one translation: token_probs are its tokens' probabilities, EOS last."""
+    logs = [math.log(max(p, 1e-12)) for p in token_probs] or [0.0]
+    said = words(text)
+    unseen = [w for w in said if familiar is not None and w not in familiar]
+    share = len(unseen) / len(said) if said else 0.0
+    return sum(logs) / len(logs), min(logs), share
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """P(wrong) = sigmoid(bias + sum_i weight_i * (feature_i - mean_i) / std_i), flagged at >= threshold."""
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    threshold: float
+    note: str = ""
+
+    def p_wrong(self, x: tuple[float, ...]) -> float:
+        z = self.bias + sum(w * (v - m) / s for w, v, m, s in zip(self.weights, x, self.mean, self.std))
+        return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"features": list(FEATURES), "weights": list(self.weights), "bias": self.bias,
+                "mean": list(self.mean), "std": list(self.std), "threshold": self.threshold, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Calibration":
+        if list(d.get("features", [])) != list(FEATURES):
+            raise ValueError(f"confidence features {d.get('features')} are not {list(FEATURES)}")
+        return cls(tuple(d["weights"]), float(d["bias"]), tuple(d["mean"]), tuple(d["std"]), float(d["threshold"]),
+                   str(d.get("note", "")))
+
+
+def word_at(pieces: list[str], pos: int) -> str:
+    """The whole word that sentencepiece piece `pos` is part of (a piece starting with ▁ starts a word)."""
+    start = pos
+    while start > 0 and not pieces[start].startswith("▁"):
+        start -= 1
+    end = pos + 1
+    while end < len(pieces) and not pieces[end].startswith("▁") and pieces[end] != "</s>":
+        end += 1
+    return "".join(pieces[start:end]).replace("▁", "")
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """What the app says beside a translation."""
+    p_wrong: float | None            # calibrated; None: the checkpoint has no calibration
+    flagged: bool
+    mean_prob: float                 # geometric mean of the token probabilities
+    weakest: tuple[int, float]       # (position, probability) of the least likely output token (EOS last)
+    unseen: tuple[str, ...]          # source words the model never read in training
+    familiarity_known: bool          # the checkpoint lists its training words
+
+    def reasons(self, pieces: list[str]) -> list[str]:
+        """Plain-language reasons, given the output's pieces (EOS last)."""
+        out = []
+        if self.unseen:
+            out.append("never read in training: " + ", ".join(f"'{w}'" for w in self.unseen))
+        pos, p = self.weakest
+        if p < LOW_TOKEN_PROB and pos < len(pieces):
+            word, piece = word_at(pieces, pos), pieces[pos].replace("▁", "")
+            part = "" if word == piece else f" for its piece '{piece}'"
+            out.append(f"unsure at '{word}' (p = {p:.2f}{part})")
+        if self.mean_prob < 0.5:
+            out.append(f"hesitant throughout (mean token probability {self.mean_prob:.2f})")
+        return out
+
+
+def assess(token_probs: list[float], text: str, calibration: Calibration | None,
+           familiar: frozenset[str] | None) -> Confidence:
+    """The Confidence of one translation of `text` whose tokens (EOS last) got token_probs."""
+    x = features(token_probs, text, familiar)
+    p = calibration.p_wrong(x) if calibration else None
+    weakest = min(enumerate(token_probs), key=lambda kv: kv[1]) if token_probs else (0, 1.0)
+    return Confidence(p, p is not None and p >= calibration.threshold, math.exp(x[0]), weakest,
+                      tuple(unseen_words(text, familiar)), familiar is not None)

@@ -1,0 +1,84 @@
+"""The server's configuration, read from the environment once, at start (`ServingConfig.from_env`).
+
+| variable | default | what |
+|---|---|---|
+| TRANSFORMER_CHECKPOINTS | model/places.py | the one directory of checkpoints (else the shipped and the user's) |
+| TRANSFORMER_THREADS | min(2, cores) | torch threads of one app process (`make serve` divides the cores) |
+| TRANSFORMER_ADMIT | 1 | new pages drawn at once per process (serving/admission.py) |
+| TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
+| TRANSFORMER_MAX_BATCH | 16 | sentences decoded in one batch per process (1: each alone; serving/batching.py) |
+| TRANSFORMER_LAB_SLOTS | one per two cores | training-lab runs at once (serving/lab_jobs.py) |
+| TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
+| TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
+| TRANSFORMER_LAB_LOCKS | unset | lock-file directory: lab slots per machine (set by `make serve`) |
+| TRANSFORMER_DATA | ../shared/data/multi30k | the default sentences of "Heads across the corpus" |
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from model import places
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+STREAMLIT_CONFIG = (ROOT / ".streamlit" / "config.toml",                         # a checkout
+                    ROOT / "transformer_explained" / "streamlit" / "config.toml")  # an installed package
+
+
+def streamlit_flags() -> list[str]:
+    """The app's Streamlit settings (.streamlit/config.toml, which an installed package carries as
+    transformer_explained/streamlit/config.toml) as command-line flags, for an app started from
+    any directory: `--client.toolbarMode viewer`, ..."""
+    import tomllib
+    path = next((p for p in STREAMLIT_CONFIG if p.is_file()), None)
+    if path is None:
+        return []
+    flags = []
+    for section, values in tomllib.loads(path.read_text(encoding="utf-8")).items():
+        for key, value in values.items():
+            flags += [f"--{section}.{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    return flags
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    """A positive integer from env; 0, empty or absent: the default."""
+    return int(env.get(name) or 0) or default
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """The table above, one field per variable (defaults for a 2-core machine)."""
+    checkpoints: Path = ROOT / "checkpoints"   # where new checkpoints go (model/places.py: user_dir)
+    search: tuple[Path, ...] = ()               # where checkpoints are found (model/places.py: search_dirs)
+    threads: int = 2                  # torch threads of an app process
+    admit: int = 1                    # heavy page runs at once
+    max_waiting: int = 60             # students in line before the next is turned away
+    max_batch: int = 16               # sentences decoded together
+    lab_slots: int = 1                # lab runs training at once
+    lab_max_seconds: float = 180.0    # a lab run's time cap
+    lab_threads: int = 1              # torch threads of a lab run's process
+    lab_locks: Path | None = None
+    data: Path = ROOT.parent / "shared" / "data" / "multi30k"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, cores: int | None = None) -> ServingConfig:
+        env = os.environ if env is None else env
+        cores = cores or os.cpu_count() or 1
+        half = max(1, cores // 2)
+        return cls(
+            checkpoints=places.user_dir(env),
+            search=tuple(places.search_dirs(env)),
+            threads=_int(env, "TRANSFORMER_THREADS", max(1, min(2, cores))),
+            admit=_int(env, "TRANSFORMER_ADMIT", 1),
+            max_waiting=int(env.get("TRANSFORMER_MAX_WAITING") or 60),
+            max_batch=_int(env, "TRANSFORMER_MAX_BATCH", 16),
+            lab_slots=_int(env, "TRANSFORMER_LAB_SLOTS", half),
+            lab_max_seconds=float(env.get("TRANSFORMER_LAB_MAX_SECONDS") or 180),
+            lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),
+            lab_locks=Path(env["TRANSFORMER_LAB_LOCKS"]) if env.get("TRANSFORMER_LAB_LOCKS") else None,
+            data=Path(env.get("TRANSFORMER_DATA") or cls.data),
+        )

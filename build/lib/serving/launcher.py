@@ -1,0 +1,248 @@
+"""Serve the app to a class: one app process per core behind HAProxy.
+
+  python -m serving.launcher                         # http://127.0.0.1:8501, one process per core
+  python -m serving.launcher --bind 0.0.0.0:8501     # a school server, reachable on the network
+  python -m serving.launcher --processes 4 --backend 10.0.0.12:8501 --backend 10.0.0.13:8501
+
+One Streamlit process uses at most about one core (one Python interpreter), so a class
+is served by several processes. HAProxy (Debian's package `haproxy`) in front of them:
+- keeps each browser on one process with a cookie (TXSRV), not by client address: a whole
+  school behind one NAT has one address, and a browser's session, its websocket and the
+  files its download buttons made live in one process;
+- compresses static files and JSON with gzip (Streamlit itself sends them uncompressed),
+  and keeps the static files in its cache, so that only the first browser's requests for
+  them reach an app process;
+- checks each process's /_stcore/health; when one dies, its students' browsers reconnect
+  to a live one, which rebuilds their page from the link in the address bar.
+`--backend HOST:PORT` adds app servers on other machines (each started there, from the root
+of a checkout so that it reads .streamlit/config.toml, with
+`streamlit run app/main.py --server.port PORT --server.address 0.0.0.0`); the same
+configuration balances over all of them. This launcher warms each local process up (one
+session draws the first pages: the model is loaded and the default sentence cached before
+the first student; serving/warmup.py), restarts local processes that die (and warms them),
+and stops everything on Ctrl-C / SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from model import command
+from serving.config import streamlit_flags
+from serving.warmup import warm_blocking
+
+ROOT = Path(__file__).resolve().parent.parent
+
+COOKIE = "TXSRV"
+COMPRESSED_TYPES = ("text/html", "text/css", "text/javascript", "application/javascript", "application/json",
+                    "image/svg+xml", "text/plain")
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    host: str
+    port: int
+
+
+def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0) -> str:
+    """The HAProxy configuration: sticky by cookie, gzip, health checks, failover, and a
+    cache for /static/ (Streamlit's files there are immutable, content-hashed names): after the
+    first browser, a class's ~60 files per first visit come from HAProxy's memory instead
+    of the app processes' Python (measured: 145 ms of app CPU per first visit saved).
+
+    max_sessions: at most this many requests (websockets included) per app process at
+    once; 0 = no limit."""
+    servers = "\n".join(
+        f"    server {b.name} {b.host}:{b.port} cookie {b.name} check inter 2s fall 2 rise 2"
+        + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
+    return f"""global
+    maxconn 4096
+
+defaults
+    mode http
+    option redispatch
+    retries 2
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+    timeout tunnel 1h
+    timeout queue 30s
+
+frontend classroom
+    bind {bind}
+    default_backend app
+
+backend app
+    balance leastconn
+    cookie {COOKIE} insert indirect nocache httponly
+    option httpchk GET /_stcore/health
+    http-check expect string ok
+    http-request cache-use static if {{ path_beg /static/ }}
+    http-response cache-store static
+    compression algo gzip
+    compression type {' '.join(COMPRESSED_TYPES)}
+    http-response set-header X-Served-By %[srv_name]
+{servers}
+
+cache static
+    total-max-size 64
+    max-object-size 16000000
+    max-age 86400
+    process-vary on
+"""
+
+
+def app_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), *streamlit_flags(),
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+            "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+
+
+def healthy(port: int) -> bool:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok"
+    except OSError:
+        return False
+
+
+class Launcher:
+    """Starts the app processes and HAProxy, restarts app processes that die."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.ports = [args.first_port + i for i in range(args.processes)]
+        self.apps: dict[int, subprocess.Popen] = {}
+        self.proxy: subprocess.Popen | None = None
+        # the training lab: one run per two cores on this machine, whichever process it is in
+        self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // args.processes)),
+                    "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-")}
+        self.stopping = False
+
+    def backends(self) -> list[Backend]:
+        local = [Backend(f"app{i + 1}", "127.0.0.1", p) for i, p in enumerate(self.ports)]
+        remote = [Backend(f"remote{i + 1}", *_host_port(b)) for i, b in enumerate(self.args.backend)]
+        return local + remote
+
+    def start_app(self, port: int) -> None:
+        self.apps[port] = subprocess.Popen(app_command(port), cwd=ROOT, env=self.env,
+                                           stdout=subprocess.DEVNULL if self.args.quiet else None,
+                                           stderr=subprocess.STDOUT if self.args.quiet else None)
+
+    def start(self) -> None:
+        haproxy = shutil.which("haproxy")
+        if haproxy is None:
+            sys.exit("error: haproxy is not installed (Debian: apt-get install -y haproxy)")
+        for port in self.ports:
+            self.start_app(port)
+        self.wait_healthy()
+        conf = Path(tempfile.mkdtemp(prefix="transformer-serve-")) / "haproxy.cfg"
+        conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions))
+        self.proxy = subprocess.Popen([haproxy, "-db", "-f", str(conf)])
+        print(f"serving on http://{self.args.bind} ({len(self.ports)} local process(es) on ports "
+              f"{', '.join(map(str, self.ports))}; HAProxy config {conf})", file=sys.stderr, flush=True)
+        if self.args.warmup:
+            for port in self.ports:
+                self.warm_in_background(port)
+
+    def warm_in_background(self, port: int) -> threading.Thread:
+        """Warm the process on `port` up once it is healthy; students may already arrive meanwhile
+        (they then share its work through the app's caches)."""
+        def run() -> None:
+            deadline = time.time() + 180
+            while not healthy(port) and time.time() < deadline and not self.stopping:
+                time.sleep(0.5)
+            try:
+                seconds = warm_blocking(port)
+                print(f"app process on port {port} warmed up in {seconds:.1f} s", file=sys.stderr, flush=True)
+            except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs the first student time
+                print(f"warning: warming up the app process on port {port} failed: {exc}", file=sys.stderr)
+        t = threading.Thread(target=run, name=f"warmup-{port}", daemon=True)
+        t.start()
+        return t
+
+    def wait_healthy(self, timeout: float = 180) -> None:
+        deadline = time.time() + timeout
+        while not all(healthy(p) for p in self.ports):
+            if time.time() > deadline:
+                self.stop()
+                sys.exit("error: the app processes did not become healthy")
+            time.sleep(0.5)
+
+    def watch(self) -> None:
+        """Restart app processes that died (their students have moved on to live ones)."""
+        while not self.stopping:
+            time.sleep(1)
+            for port, proc in list(self.apps.items()):
+                if proc.poll() is not None and not self.stopping:
+                    print(f"app process on port {port} exited ({proc.returncode}); restarting", file=sys.stderr)
+                    self.start_app(port)
+                    if self.args.warmup:
+                        self.warm_in_background(port)
+            if self.proxy is not None and self.proxy.poll() is not None and not self.stopping:
+                print("haproxy exited; stopping", file=sys.stderr)
+                break
+
+    def stop(self, *_: object) -> None:
+        self.stopping = True
+        for proc in [*self.apps.values(), self.proxy]:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+        for proc in [*self.apps.values(), self.proxy]:
+            if proc is not None:
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=command.prog("serving.launcher"), description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bind", default="127.0.0.1:8501",
+                   help="address:port the class connects to (default 127.0.0.1:8501; 0.0.0.0:8501 for a network)")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                   help="app processes on this machine (default: one per core)")
+    p.add_argument("--first-port", type=int, default=8511, help="port of the first local app process (default 8511)")
+    p.add_argument("--backend", action="append", default=[], metavar="HOST:PORT",
+                   help="an app server on another machine (repeatable)")
+    p.add_argument("--max-sessions", type=int, default=0,
+                   help="connections per app process before HAProxy queues new ones (default 0: no limit)")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="do not warm each process up (load the model, draw the first pages) before students come")
+    p.add_argument("--quiet", action="store_true", help="no app process output")
+    args = p.parse_args(argv)
+    for b in args.backend:
+        _host_port(b)
+    if args.processes < 1:
+        p.error("--processes must be at least 1")
+    launcher = Launcher(args)
+    signal.signal(signal.SIGTERM, launcher.stop)
+    signal.signal(signal.SIGINT, launcher.stop)
+    launcher.start()
+    try:
+        launcher.watch()
+    finally:
+        launcher.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

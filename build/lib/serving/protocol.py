@@ -1,0 +1,232 @@
+"""A client of Streamlit's own websocket protocol: one browser session without a browser.
+
+`Student` connects as a browser does (the health and host-config requests first, so that a
+proxy's stickiness cookie comes back, then the websocket), asks for page runs (a page, a
+link's query, widget states; or one fragment's rerun), and keeps what the page showed: its
+widgets (by key), blocks, markdown, exceptions, and whether the admission line showed. Used
+by the launcher's warm-up (serving/warmup.py), the class-load benchmark and the serve tests.
+Loopback or a school's network; every wait is bounded by TIMEOUT.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+
+from streamlit.util import calc_hash
+
+TIMEOUT = 120.0
+EARLY_FOR_RERUN = 2   # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+
+
+@functools.cache
+def _pb():
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ClientState_pb2 import ClientState, ContextInfo
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+    return BackMsg, ClientState, ContextInfo, ForwardMsg, WidgetState, WidgetStates
+
+
+async def http_get(host: str, port: int, path: str, cookies: dict[str, str]) -> tuple[int, int, dict[str, str]]:
+    """One GET (gzip accepted, Connection: close): (status, bytes on the wire, headers).
+    Set-Cookie values are added to `cookies` (the proxy's stickiness cookie)."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), TIMEOUT)
+    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    writer.write((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept-Encoding: gzip\r\nConnection: close\r\n"
+                  + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode())
+    await writer.drain()
+    data = await asyncio.wait_for(reader.read(), TIMEOUT)
+    writer.close()
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    headers: dict[str, str] = {}
+    for line in head[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+        if name.strip().lower() == "set-cookie":
+            k, _, v = value.strip().split(";", 1)[0].partition("=")
+            cookies[k] = v
+    status = int(head[0].split()[1]) if head and head[0].startswith("HTTP/") else 0
+    return status, len(data), headers
+
+
+@dataclass
+class Run:
+    kind: str
+    seconds: float
+    ok: bool
+    error: str = ""
+    with_static: float | None = None   # first page: plus the HTTP requests before the websocket
+    waited: bool = False               # the page showed the admission gate's "in line" note
+
+
+@dataclass
+class Student:
+    """One browser: a cookie jar, a websocket, the elements of its current page."""
+    url: str
+    query: dict[str, str]
+    page_hash: str = ""
+    page: str = ""          # the page's URL path (as in a browser's address bar); sets page_hash
+    cookies: dict[str, str] = field(default_factory=dict)
+    widgets: dict[str, tuple[str, object]] = field(default_factory=dict)   # key -> (element id, proto)
+    fragments: dict[str, str] = field(default_factory=dict)    # widget key -> the fragment it is drawn in
+    blocks: dict[tuple, str] = field(default_factory=dict)
+    markdown: dict[tuple, str] = field(default_factory=dict)
+    exceptions: list[str] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.page:
+            self.page_hash = calc_hash(self.page)
+        u = urllib.parse.urlsplit(self.url)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.cache: dict[str, object] = {}
+        self.done: asyncio.Future | None = None
+        self.fragment_run = False
+        self.saw_wait = False
+        self.ws = None
+        self.reader: asyncio.Task | None = None
+
+    async def open(self, static: list[str] = ()) -> float:
+        """Connect as a browser does; returns the seconds spent on HTTP before the websocket."""
+        from websockets.asyncio.client import connect
+        start = time.monotonic()
+        for path in ("/_stcore/health", "/_stcore/host-config"):    # first: the proxy's cookie comes back here
+            status, _, _ = await http_get(self.host, self.port, path, self.cookies)
+            if status != 200:
+                raise RuntimeError(f"GET {path}: {status}")
+        self.static_bytes = await self._fetch_static(static)
+        http_s = time.monotonic() - start
+        cookie = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        self.ws = await asyncio.wait_for(connect(
+            f"ws://{self.host}:{self.port}/_stcore/stream", subprotocols=["streamlit", "PLACEHOLDER"],
+            additional_headers={"Cookie": cookie} if cookie else None, max_size=None, ping_interval=None), TIMEOUT)
+        self.reader = asyncio.create_task(self._read())
+        return http_s
+
+    async def _fetch_static(self, paths: list[str]) -> int:
+        """Static files over 6 connections at a time, as a browser fetches from one host."""
+        slots = asyncio.Semaphore(6)
+
+        async def one(path: str) -> int:
+            async with slots:
+                status, size, _ = await http_get(self.host, self.port, path, self.cookies)
+            if status != 200:
+                raise RuntimeError(f"GET {path}: {status}")
+            return size
+        return sum(await asyncio.gather(*(one(p) for p in paths)))
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        if self.reader is not None:
+            self.reader.cancel()
+
+    async def _read(self) -> None:
+        ForwardMsg = _pb()[3]
+        try:
+            async for data in self.ws:
+                msg = ForwardMsg()
+                msg.ParseFromString(data)
+                self._handle(msg)
+        finally:
+            if self.done is not None and not self.done.done():
+                self.done.set_exception(ConnectionError("websocket closed"))
+
+    def _handle(self, msg) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "ref_hash":
+            msg = self.cache[msg.ref_hash]
+            kind = msg.WhichOneof("type")
+        elif msg.metadata.cacheable and msg.hash:
+            self.cache[msg.hash] = msg
+        if kind == "new_session":
+            self.page_hash = msg.new_session.page_script_hash
+            if not self.fragment_run:          # a fragment's rerun redraws only the fragment
+                self.widgets.clear(), self.blocks.clear(), self.markdown.clear()
+            self.exceptions.clear()
+        elif kind == "delta":
+            self._delta(tuple(msg.metadata.delta_path), msg.delta)
+        elif kind == "script_finished" and self.done is not None and not self.done.done():
+            if msg.script_finished != EARLY_FOR_RERUN:      # a page switch or st.rerun: another run follows
+                self.done.set_result(msg.script_finished)
+
+    def _delta(self, path: tuple, delta) -> None:
+        if delta.WhichOneof("type") == "add_block":
+            self.blocks[path] = delta.add_block.id
+            return
+        if delta.WhichOneof("type") != "new_element":
+            return
+        el = delta.new_element
+        kind = el.WhichOneof("type")
+        proto = getattr(el, kind)
+        if kind == "markdown":
+            self.markdown[path] = proto.body
+        elif kind == "alert" and " in line " in proto.body:
+            self.saw_wait = True
+        elif kind == "exception":
+            self.exceptions.append(proto.message[:200])
+        if "id" in proto.DESCRIPTOR.fields_by_name and proto.id.startswith("$$ID-") and proto.id.count("-") >= 2:
+            key = proto.id.split("-", 2)[2]
+            self.widgets[key] = (proto.id, proto)
+            self.fragments[key] = delta.fragment_id
+
+    def translation(self) -> str | None:
+        for path, block in self.blocks.items():
+            if block.endswith("-translation") and path + (0,) in self.markdown:
+                return self.markdown[path + (0,)].removeprefix("### ").strip()
+        return None
+
+    def goto(self, page: str) -> None:
+        """The next run asks for `page` (its URL path), as a click in the page menu does."""
+        self.page, self.page_hash = page, calc_hash(page)
+
+    async def rerun(self, kind: str, states: list = (), expect: str | None = None, fragment: str = "",
+                    timeout: float = TIMEOUT) -> Run:
+        """One page run (or, with `fragment`, the rerun of that fragment only, as a browser asks
+        for it when a widget inside a fragment changes); `expect`: the translation to see."""
+        BackMsg, ClientState, ContextInfo, _, _, WidgetStates = _pb()
+        client = ClientState(query_string=urllib.parse.urlencode(self.query), page_script_hash=self.page_hash,
+                             cached_message_hashes=list(self.cache), fragment_id=fragment,
+                             context_info=ContextInfo(timezone="UTC", locale="en-US", url=self.address()))
+        client.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
+        self.done = asyncio.get_running_loop().create_future()
+        self.fragment_run = bool(fragment)
+        self.saw_wait = False
+        start = time.monotonic()
+        try:
+            await self.ws.send(BackMsg(rerun_script=client).SerializeToString())
+            await asyncio.wait_for(asyncio.shield(self.done), timeout)
+        except (TimeoutError, ConnectionError) as exc:
+            run = Run(kind, time.monotonic() - start, False, f"{type(exc).__name__}: {exc}")
+        else:
+            problems = list(self.exceptions)
+            got = self.translation()
+            if expect is not None and got != expect:
+                problems.append(f"translation {got!r}, expected {expect!r}")
+            run = Run(kind, time.monotonic() - start, not problems, "; ".join(problems), waited=self.saw_wait)
+        self.runs.append(run)
+        return run
+
+    def address(self) -> str:
+        """The address bar: the page's path and the link's parameters (a link at / with a
+        sentence and no block is an old explorer link, and the app opens the explorer)."""
+        query = urllib.parse.urlencode(self.query)
+        return f"{self.url.rstrip('/')}/{self.page}" + (f"?{query}" if query else "")
+
+    def choose(self, key: str, rng: random.Random):
+        """A WidgetState picking another option of the selectbox `key`."""
+        WidgetState = _pb()[4]
+        element_id, proto = self.widgets[key]
+        options = list(proto.options)
+        current = options[proto.default] if proto.default < len(options) else None
+        return WidgetState(id=element_id, string_value=rng.choice([o for o in options if o != current] or options))
+
+    def press(self, key: str):
+        WidgetState = _pb()[4]
+        return WidgetState(id=self.widgets[key][0], trigger_value=True)
+
+

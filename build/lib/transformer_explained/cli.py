@@ -1,0 +1,84 @@
+"""One command for what the checkout's commands do: `transformer-explained [COMMAND] [ARGS]`.
+
+With no command it starts the app (as `transformer-explained app`). Every command has its own
+--help; `transformer-explained --version` prints the version.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from transformer_explained import version
+
+PROG = "transformer-explained"
+
+
+@dataclass(frozen=True)
+class Command:
+    module: str         # whose main(argv) runs it
+    summary: str
+
+
+COMMANDS: dict[str, Command] = {
+    "app": Command("transformer_explained.cli", "the app in your browser (the default; --port, --help)"),
+    "serve": Command("serving.launcher", "a class: one app process per core behind HAProxy"),
+    "translate": Command("model.translate", "translate sentences from a file or standard input"),
+    "trace": Command("model.trace.__main__", "a translation's whole trace (attention, masks, encodings) as JSON"),
+    "evaluate": Command("model.evaluate", "BLEU and chrF of a checkpoint on a test set"),
+    "convert": Command("model.convert", "Marian / OPUS-MT models in (from a folder or by name), ours out"),
+    "tune": Command("model.tune", "choose a checkpoint's beam length penalty on val"),
+    "calibrate": Command("model.calibrate", "fit when the app flags a translation as unsure"),
+    "train": Command("transformer_explained.train", "train a Transformer (CPU, CUDA, torchrun)"),
+    "heads": Command("model.heads.__main__", "every head's statistics over a set of sentences"),
+    "attribution": Command("model.attribution.__main__", "what each generated token used, by every method"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"usage: {PROG} [COMMAND] [ARGS...]", "", __doc__.strip().splitlines()[0], "", "commands:"]
+    lines += [f"  {name:<{width}}  {c.summary}" for name, c in COMMANDS.items()]
+    lines += ["", f"  {PROG} COMMAND --help   what a command takes", f"  {PROG} --version"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["-V"], ["--version"]):
+        print(f"{PROG} {version()}")
+        return 0
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        print(usage())
+        return 0
+    name, rest = ("app", argv) if not argv or argv[0].startswith("-") else (argv[0], argv[1:])
+    if name not in COMMANDS:
+        print(f"{PROG}: error: unknown command {name!r}; the commands are: {', '.join(COMMANDS)} "
+              f"(`{PROG} --help` says what each does)", file=sys.stderr)
+        return 2
+    if name == "app":
+        return app(rest)
+    from model.command import COMMAND
+    COMMAND.set(f"{PROG} {name}")
+    return int(importlib.import_module(COMMANDS[name].module).main(rest) or 0)
+
+
+def app(argv: list[str]) -> int:
+    """The app, as `make app` starts it (streamlit run app/main.py), on --port (default 8501)."""
+    import argparse
+    p = argparse.ArgumentParser(prog=f"{PROG} app", description="Start the app and open it in your browser: "
+                                "the shipped English->German model first, every page of the model on view.")
+    p.add_argument("--port", type=int, default=8501, help="port on this computer (default 8501)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this computer only; 0.0.0.0: the network)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser window")
+    args = p.parse_args(argv)
+    from serving.config import streamlit_flags
+    main_py = Path(__file__).resolve().parent.parent / "app" / "main.py"
+    command = [sys.executable, "-m", "streamlit", "run", str(main_py), *streamlit_flags(),
+               "--server.port", str(args.port), "--server.address", args.host, "--browser.gatherUsageStats", "false",
+               "--server.headless", "true" if args.no_browser else "false"]
+    os.execv(sys.executable, command)       # the app takes over this process (Ctrl+C stops it)
+    return 0                                # not reached

@@ -1,0 +1,5 @@
+import sys
+
+from transformer_explained.cli import main
+
+sys.exit(main())
