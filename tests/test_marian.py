@@ -278,3 +278,68 @@ def test_every_head_of_an_imported_model_across_a_set(ours):
     decoder = stats.kinds["decoder_self"]
     assert decoder.rows == sum(len(t) - 1 for t in stats.target_tokens)    # every row after the start symbol
     assert stats.agreement_sentences == 2 and stats.kinds["cross"].agreement is not None
+
+
+# ---- by name: the Hugging Face cache, offline --------------------------------------------------
+def hub_cache(root: Path, repo_id: str, files: dict[str, bytes]) -> None:
+    """A Hugging Face cache laid out as huggingface_hub writes it: each file's bytes under blobs/ by
+    hash, a snapshot of relative links per commit, refs/main naming the commit."""
+    import hashlib
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    commit = hashlib.sha1(repo_id.encode()).hexdigest()
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    for name, data in files.items():
+        blob = hashlib.sha256(data).hexdigest()
+        (repo / "blobs" / blob).write_bytes(data)
+        (snapshot / name).symlink_to(Path("..") / ".." / "blobs" / blob)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+
+
+@pytest.fixture
+def offline_cache(marian_dir, tmp_path, monkeypatch):
+    cache = tmp_path / "hf"
+    hub_cache(cache, "tiny-nlp/opus-mt-en-de", {f.name: f.read_bytes() for f in marian_dir.iterdir() if f.is_file()})
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(tmp_path / "mine"))
+    return cache
+
+
+def test_a_model_is_opened_by_its_name_from_the_cache_offline(offline_cache, ours, tmp_path, capsys):
+    assert main(["from-hf", "tiny-nlp/opus-mt-en-de"]) == 0
+    written = tmp_path / "mine" / "opus-mt-en-de"                      # the user's checkpoints, by the model's name
+    assert f"wrote {written}" in capsys.readouterr().err
+    by_name = load_checkpoint(written)
+    src = batch(ours, TEXTS)
+    opts = DecodeOptions("greedy")
+    assert [r.tokens for r in decode(by_name.model, src, opts)] == [r.tokens for r in decode(ours.model, src, opts)]
+
+
+def test_what_cannot_be_had_by_name_is_said(offline_cache, marian_dir, monkeypatch, capsys):
+    from model import hub
+    assert main(["from-hf", "tiny-nlp/opus-mt-en-fr"]) == 2                  # not in the cache, offline
+    assert "not in the local Hugging Face cache" in capsys.readouterr().err
+    hub_cache(offline_cache, "tiny-nlp/pickled", {"config.json": (marian_dir / "config.json").read_bytes(),
+                                                  "pytorch_model.bin": b"not a pickle we would ever open"})
+    assert main(["from-hf", "tiny-nlp/pickled"]) == 2
+    assert "never loads a pickle" in capsys.readouterr().err
+    hub_cache(offline_cache, "tiny-nlp/t5-small", {"config.json": json.dumps({"model_type": "t5"}).encode(),
+                                                   "model.safetensors": b"x"})
+    assert main(["from-hf", "tiny-nlp/t5-small"]) == 2
+    assert "not Marian-shaped: T5 uses relative position biases" in capsys.readouterr().err
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    response = type("Response", (), {"headers": {}, "request": None})()
+    for error, said in ((RepositoryNotFoundError, "no model 'Helsinki-NLP/opus-mt-en-dee'"),
+                        (GatedRepoError, "is gated")):
+        def refuse(*a, error=error, **kw):
+            raise error("refused", response=response)
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", refuse)
+        assert main(["from-hf", "Helsinki-NLP/opus-mt-en-dee"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1
+    assert hub.is_repo_id("Helsinki-NLP/opus-mt-en-de") and not hub.is_repo_id("just-a-name")
+    assert main(["from-hf", "no/such/dir"]) == 2 and "no such directory" in capsys.readouterr().err
