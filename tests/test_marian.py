@@ -343,3 +343,23 @@ def test_what_cannot_be_had_by_name_is_said(offline_cache, marian_dir, monkeypat
         assert said in err and err.count("\n") == 1
     assert hub.is_repo_id("Helsinki-NLP/opus-mt-en-de") and not hub.is_repo_id("just-a-name")
     assert main(["from-hf", "no/such/dir"]) == 2 and "no such directory" in capsys.readouterr().err
+
+
+def test_the_app_adds_a_model_by_name_and_opens_it(offline_cache, app_checkpoints, tmp_path):
+    import shutil
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP
+    shutil.copytree(app_checkpoints, tmp_path / "mine")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert at.selectbox(key="checkpoint").options == ["multi30k-de-en", "multi30k-en-de"]
+    at.text_input(key="add_model_name").set_value("tiny-nlp/opus-mt-en-fr").run()
+    at.button(key="add_model_go").click().run()
+    assert any("not in the local Hugging Face cache" in e.value for e in at.error) and not at.exception
+    at.text_input(key="add_model_name").set_value("tiny-nlp/opus-mt-en-de").run()
+    at.button(key="add_model_go").click().run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="checkpoint").value == "opus-mt-en-de"
+    assert (tmp_path / "mine" / "opus-mt-en-de" / "model.safetensors").is_file()
+    assert "en → de" in at.title[0].value
