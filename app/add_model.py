@@ -15,6 +15,8 @@ HELP = ("A MarianMT model of the Hugging Face hub (OPUS-MT: Helsinki-NLP/opus-mt
 
 
 def add_model_ui() -> None:
+    if not resources.config().add_models:            # off under `make serve` unless the teacher allows it
+        return
     with st.sidebar.expander("Add a model by name", icon=":material/add:"):
         name = st.text_input("Hugging Face name", placeholder="Helsinki-NLP/opus-mt-en-de", key="add_model_name",
                              help=HELP).strip()

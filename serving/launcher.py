@@ -126,6 +126,7 @@ class Launcher:
         self.proxy: subprocess.Popen | None = None
         # the training lab: one run per two cores on this machine, whichever process it is in
         self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // args.processes)),
+                    "TRANSFORMER_ADD_MODELS": "1" if getattr(args, "allow_adding_models", False) else "0",
                     "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-")}
         self.stopping = False
 
@@ -228,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-warmup", dest="warmup", action="store_false",
                    help="do not warm each process up (load the model, draw the first pages) before students come")
     p.add_argument("--quiet", action="store_true", help="no app process output")
+    p.add_argument("--allow-adding-models", action="store_true",
+                   help="let students add Marian models by name from the sidebar (off for a class by default: "
+                        "each one is a download of up to a few hundred MB onto the server)")
     args = p.parse_args(argv)
     for b in args.backend:
         _host_port(b)

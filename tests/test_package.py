@@ -99,3 +99,16 @@ def test_installed_away_from_the_checkout_it_translates_with_the_shipped_model(w
                           input="A man rides a bike.\n", cwd=cwd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Ein Mann fährt Fahrrad."
+
+
+def test_adding_models_can_be_switched_off_for_a_class(app_checkpoints, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from serving.config import ServingConfig
+    from tests.support import APP
+    assert ServingConfig.from_env({}).add_models and not ServingConfig.from_env({"TRANSFORMER_ADD_MODELS": "0"}).add_models
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    for value, shown in (("1", True), ("0", False)):
+        monkeypatch.setenv("TRANSFORMER_ADD_MODELS", value)
+        at = AppTest.from_file(APP, default_timeout=120).run()
+        assert not at.exception and any(t.key == "add_model_name" for t in at.text_input) == shown

@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 import streamlit as st  # noqa: E402
 
 from app import links, pages, resources, state  # noqa: E402
+from app.add_model import add_model_ui  # noqa: E402
 from app.settings import sidebar  # noqa: E402
 
 
@@ -37,9 +38,11 @@ def run() -> None:
     checkpoints = resources.available_checkpoints()
     if not checkpoints:
         no_checkpoint_page()
+        add_model_ui()
         return
     jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
-    settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)))
+    settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)),
+                       below_checkpoint=add_model_ui)
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
         st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, or AppTest

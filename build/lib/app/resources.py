@@ -15,9 +15,10 @@ import streamlit as st
 import torch
 
 from figures import Display
-from model import heads, places
+from model import heads, hub, places
 from model.attribution import Attribution, attribute
 from model.checkpoint import Checkpoint, load_checkpoint
+from model.convert import import_marian
 from model.decoding import DecodeOptions, DecodeResult
 from model.heads import HeadStatistics
 from model.heads import store as heads_store
@@ -56,6 +57,15 @@ def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
 def checkpoints_dir() -> Path:
     """Where new checkpoints go (the lab's, converted ones): the user's directory (model/places.py)."""
     return config().checkpoints
+
+
+def add_model(repo_id: str) -> Path:
+    """A Marian model by its hub name, converted into the user's checkpoints (once: a model already
+    there is kept). Raises HubError / ConvertError with what to do."""
+    out = checkpoints_dir() / hub.local_name(repo_id)
+    if (out / "config.json").is_file():
+        return out
+    return import_marian(hub.fetch(repo_id), out)
 
 
 def available_checkpoints() -> list[Path]:

@@ -236,13 +236,16 @@ def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
     return DecodeOptions(**kw)
 
 
-def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkpoint]) -> Settings:
+def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkpoint],
+            below_checkpoint: Callable[[], None] | None = None) -> Settings:
     """`load`: the (cached) model of a checkpoint directory; its beam length penalty is the
     alpha slider's default. A checkpoint that cannot be loaded gets the usual default (the
-    page then says what is wrong with it)."""
+    page then says what is wrong with it). `below_checkpoint` draws under the model's picker."""
     names = [p.name for p in checkpoints]
     name = selectbox(st.sidebar, CHECKPOINT, "Checkpoint", names, default=default,
-                     help="every checkpoint directory found in checkpoints/")
+                     help="the shipped models and your own (model/places.py says where they live)")
+    if below_checkpoint is not None:
+        below_checkpoint()
     chosen = checkpoints[names.index(name)]
     try:
         alpha = load(chosen).beam_alpha

@@ -77,6 +77,13 @@ def set_widget(name: str, value: Any) -> None:
     st.session_state[name] = value
 
 
+def choose_next_run(name: str, value: Any) -> None:
+    """Change a setting whose widget this run has already drawn: the owner takes the value and the
+    widget's key is dropped, so that the next run (st.rerun) draws it with the owner's value."""
+    put(name, value)
+    st.session_state.pop(name, None)
+
+
 def widget(key: str, default: Any = None) -> Any:
     """What Streamlit keeps under a widget's key: its value, or a chart's selection event."""
     return st.session_state.get(key, default)

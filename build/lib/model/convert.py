@@ -1,11 +1,14 @@
 """Marian translation models (Hugging Face MarianMT / OPUS-MT) in, our checkpoints out.
 
+  python -m model.convert from-hf Helsinki-NLP/opus-mt-en-de     # by name: the hub, or the local cache
   python -m model.convert from-hf DIR --out checkpoints/NAME [--src-lang en --tgt-lang de]
   python -m model.convert to-hf checkpoints/multi30k-en-de --out DIR
 
-from-hf reads a local Marian model directory (config.json, model.safetensors,
-source.spm, target.spm, vocab.json) and writes a checkpoint of this project that the app
-and the command-line tools open like any other. to-hf writes a directory that
+from-hf reads a Marian model (config.json, model.safetensors, source.spm, target.spm,
+vocab.json) from a directory, or by its hub name through huggingface_hub (model/hub.py: fetched
+when online, from the Hugging Face cache when offline), and writes a checkpoint of this project
+(by default into your checkpoints, model/places.py) that the app and the command-line tools
+open like any other. to-hf writes a directory that
 `transformers.MarianMTModel.from_pretrained` and `MarianTokenizer.from_pretrained` load,
 and that translates as our model does. Neither needs `transformers`; nothing is
 downloaded. Weights are read from safetensors only, never from a pickle.
@@ -30,9 +33,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from model import command
+from model import command, hub, places
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from model.config import ACTIVATIONS, ModelConfig
+from model.hub import HubError
 from model.layers import halves_order, sinusoid_table
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer
@@ -293,14 +297,29 @@ def _write_marian_tokenizer(ckpt, out: Path) -> None:
 
 
 # ---- command line --------------------------------------------------------------------------------
+def source_and_out(source: str, out: str | None) -> tuple[Path, Path]:
+    """The Marian directory to read (fetched first when `source` is a hub name) and the checkpoint to
+    write (default: the model's name in the user's checkpoints). Raises HubError."""
+    if hub.is_repo_id(source):
+        directory, name = hub.fetch(source), hub.local_name(source)
+    else:
+        directory, name = Path(source), Path(source).resolve().name
+        if not directory.is_dir():
+            raise ConvertError(f"{source}: no such directory, and not a hub name (names look like "
+                               "Helsinki-NLP/opus-mt-en-de)")
+    return directory, Path(out) if out else places.user_dir() / name
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=command.prog("model.convert"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("from-hf", help="a local Marian model directory -> our checkpoint")
-    a.add_argument("directory", help="Hugging Face Marian model directory (config.json, model.safetensors, "
-                                     "source.spm, target.spm, vocab.json)")
-    a.add_argument("--out", required=True, help="checkpoint directory to write, e.g. checkpoints/opus-mt-en-de")
+    a = sub.add_parser("from-hf", help="a Marian model (a directory, or a hub name) -> our checkpoint")
+    a.add_argument("directory", help="a Hugging Face Marian model directory (config.json, model.safetensors, "
+                                     "source.spm, target.spm, vocab.json), or a hub name such as "
+                                     "Helsinki-NLP/opus-mt-en-de")
+    a.add_argument("--out", help="checkpoint directory to write (default: NAME in your checkpoints directory, "
+                                 f"now {places.user_dir()})")
     a.add_argument("--src-lang", help="source language code (default: tokenizer_config.json's source_lang)")
     a.add_argument("--tgt-lang", help="target language code (default: tokenizer_config.json's target_lang)")
     b = sub.add_parser("to-hf", help="our checkpoint -> a directory MarianMTModel and MarianTokenizer load")
@@ -309,10 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "from-hf":
-            written = import_marian(args.directory, args.out, args.src_lang, args.tgt_lang)
+            written = import_marian(*source_and_out(args.directory, args.out), args.src_lang, args.tgt_lang)
         else:
             written = export_marian(args.checkpoint, args.out)
-    except ConvertError as exc:
+    except (ConvertError, HubError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {written}", file=sys.stderr)

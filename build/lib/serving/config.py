@@ -11,6 +11,7 @@
 | TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
 | TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
 | TRANSFORMER_LAB_LOCKS | unset | lock-file directory: lab slots per machine (set by `make serve`) |
+| TRANSFORMER_ADD_MODELS | 1 (`make serve`: 0) | the sidebar's "Add a model by name" (0: hidden) |
 | TRANSFORMER_DATA | ../shared/data/multi30k | the default sentences of "Heads across the corpus" |
 """
 from __future__ import annotations
@@ -63,6 +64,7 @@ class ServingConfig:
     lab_threads: int = 1              # torch threads of a lab run's process
     lab_locks: Path | None = None
     data: Path = ROOT.parent / "shared" / "data" / "multi30k"
+    add_models: bool = True             # the sidebar's "Add a model by name"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, cores: int | None = None) -> ServingConfig:
@@ -81,4 +83,5 @@ class ServingConfig:
             lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),
             lab_locks=Path(env["TRANSFORMER_LAB_LOCKS"]) if env.get("TRANSFORMER_LAB_LOCKS") else None,
             data=Path(env.get("TRANSFORMER_DATA") or cls.data),
+            add_models=env.get("TRANSFORMER_ADD_MODELS", "1") not in ("0", "false", "no"),
         )
