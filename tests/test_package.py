@@ -106,7 +106,8 @@ def test_adding_models_can_be_switched_off_for_a_class(app_checkpoints, monkeypa
 
     from serving.config import ServingConfig
     from tests.support import APP
-    assert ServingConfig.from_env({}).add_models and not ServingConfig.from_env({"TRANSFORMER_ADD_MODELS": "0"}).add_models
+    assert ServingConfig.from_env({}).add_models
+    assert not ServingConfig.from_env({"TRANSFORMER_ADD_MODELS": "0"}).add_models
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     for value, shown in (("1", True), ("0", False)):
         monkeypatch.setenv("TRANSFORMER_ADD_MODELS", value)
