@@ -1,5 +1,0 @@
-import sys
-
-from transformer_explained.cli import main
-
-sys.exit(main())
