@@ -139,8 +139,8 @@ def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated
     explanation `ex` is known by `key` (checkpoint path, text, options); integrated: with integrated
     gradients (seconds; on_progress(done, total) per token, for the session that computes). Once per
     process: a class on one link waits for one computation."""
-    return _attributions().get((key, integrated), lambda: attribute(
-        ckpt, ex.source_ids, ex.result.tokens, integrated=integrated, on_progress=on_progress))
+    return _attributions().get((key, integrated, gradients), lambda: attribute(
+        ckpt, ex.source_ids, ex.result.tokens, integrated=integrated, on_progress=on_progress, gradients=gradients))
 
 
 def attribution_ready(key: Hashable, integrated: bool) -> bool:

@@ -77,3 +77,6 @@ def test_a_long_sentence_waits_for_a_click_before_integrated_gradients(at):
     assert IG not in at.multiselect(key="attr_methods").options
     at.button(key="attr_ig_go").click().run()
     assert not at.exception and IG in at.multiselect(key="attr_methods").options
+    at.selectbox(key="attr_reference").set_value("rollout").run()        # any later rerun: computed, no button
+    assert IG in at.multiselect(key="attr_methods").options
+    assert not any(b.key == "attr_ig_go" for b in at.button)
