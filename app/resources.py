@@ -168,6 +168,16 @@ def get_head_statistics(path: str) -> tuple[HeadStatistics | None, str]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
+def default_sentences(path: str) -> heads.SentenceSet | str:
+    """The set a model without head statistics is offered (test2016 in its source language, from
+    $TRANSFORMER_DATA), read and tokenized once per process; or why there is none."""
+    try:
+        return heads.read_set(get_checkpoint(path), data=config().data)
+    except heads.StatisticsError as exc:
+        return str(exc)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _head_statistics(file: str, version: int, weights: str) -> tuple[HeadStatistics | None, str]:
     return heads_store.current(file, weights)
 

@@ -14,7 +14,7 @@ from app.settings import HEAD, LAYER, TEXT, layer_head, radio, selectbox, settin
 from app.ui import chart
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
-from model.heads import HeadStatistics, KindStatistics, StatisticsError, read_set, sentence_set, skipped_summary
+from model.heads import HeadStatistics, KindStatistics, StatisticsError, sentence_set, skipped_summary
 from model.heads.roles import RULES
 from model.kinds import ATTENTION_KINDS
 
@@ -78,15 +78,14 @@ def _statistics(ctx: Context) -> HeadStatistics | None:
         return stats
     st.info(f"No head statistics for this model yet: {why}. They take about a minute for 1,000 sentences on "
             "two cores (the shipped models come with theirs).", icon=":material/info:")
-    try:
-        default = read_set(ctx.checkpoint, data=resources.config().data)
-        offer = f"Compute over {len(default.texts)} sentences of {default.name}"
-    except StatisticsError as exc:
-        default, offer = None, ""
-        st.caption(f"The default set is not here ({exc}).")
+    default = resources.default_sentences(ctx.path)
+    if isinstance(default, str):
+        st.caption(f"The default set is not here ({default}).")
+        default = None
     pasted = st.text_area(f"…or paste your own sentences in {ctx.checkpoint.src_lang}, one per line",
                           key="heads_pasted", height=120)
-    go_default = bool(default) and st.button(offer, key="heads_compute", icon=":material/play_arrow:")
+    go_default = default is not None and st.button(f"Compute over {len(default.texts)} sentences of {default.name}",
+                                                   key="heads_compute", icon=":material/play_arrow:")
     go_pasted = st.button("Compute over the pasted sentences", key="heads_compute_pasted", disabled=not pasted.strip())
     if not (go_default or go_pasted):
         return None
