@@ -103,15 +103,19 @@ cache static
 """
 
 
-def app_command(port: int) -> list[str]:
+def app_command(port: int, address: str = "127.0.0.1") -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), *streamlit_flags(),
-            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+            "--server.port", str(port), "--server.address", address, "--server.headless", "true",
             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
 
 
-def healthy(port: int) -> bool:
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never through http_proxy (a school's)
+
+
+def healthy(port: int, host: str = "127.0.0.1") -> bool:
+    host = "127.0.0.1" if host in ("0.0.0.0", "", "*") else host
     try:
-        return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok"
+        return DIRECT.open(f"http://{host}:{port}/_stcore/health", timeout=1).read() == b"ok"
     except OSError:
         return False
 
@@ -129,6 +133,7 @@ class Launcher:
                     "TRANSFORMER_ADD_MODELS": "1" if getattr(args, "allow_adding_models", False) else "0",
                     "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-")}
         self.stopping = False
+        self.address = "127.0.0.1"          # the app processes' own address (behind HAProxy: loopback)
 
     def backends(self) -> list[Backend]:
         local = [Backend(f"app{i + 1}", "127.0.0.1", p) for i, p in enumerate(self.ports)]
@@ -136,14 +141,15 @@ class Launcher:
         return local + remote
 
     def start_app(self, port: int) -> None:
-        self.apps[port] = subprocess.Popen(app_command(port), cwd=ROOT, env=self.env,
+        self.apps[port] = subprocess.Popen(app_command(port, self.address), cwd=ROOT, env=self.env,
                                            stdout=subprocess.DEVNULL if self.args.quiet else None,
                                            stderr=subprocess.STDOUT if self.args.quiet else None)
 
     def start(self) -> None:
-        haproxy = shutil.which("haproxy")
+        haproxy = None if self.args.no_proxy else shutil.which("haproxy")
         if haproxy is None:
-            sys.exit("error: haproxy is not installed (Debian: apt-get install -y haproxy)")
+            self.start_direct()
+            return
         for port in self.ports:
             self.start_app(port)
         self.wait_healthy()
@@ -156,12 +162,28 @@ class Launcher:
             for port in self.ports:
                 self.warm_in_background(port)
 
+    def start_direct(self) -> None:
+        """No HAProxy (not installed, e.g. an offline school machine, or --no-proxy): one app process
+        serves the class on the bind address itself, restarted when it dies."""
+        if self.args.backend:
+            sys.exit("error: --backend needs HAProxy in front (Debian: apt-get install -y haproxy)")
+        host, port = _host_port(self.args.bind)
+        reason = "--no-proxy" if self.args.no_proxy else "HAProxy is not installed"
+        self.address, self.ports = host, [port]
+        self.start_app(port)
+        self.wait_healthy()
+        print(f"serving on http://{self.args.bind} with one app process ({reason}: one core serves the class; "
+              f"for a larger class, install HAProxy (Debian: apt-get install -y haproxy) and start again)",
+              file=sys.stderr, flush=True)
+        if self.args.warmup:
+            self.warm_in_background(port)
+
     def warm_in_background(self, port: int) -> threading.Thread:
         """Warm the process on `port` up once it is healthy; students may already arrive meanwhile
         (they then share its work through the app's caches)."""
         def run() -> None:
             deadline = time.time() + 180
-            while not healthy(port) and time.time() < deadline and not self.stopping:
+            while not healthy(port, self.address) and time.time() < deadline and not self.stopping:
                 time.sleep(0.5)
             try:
                 seconds = warm_blocking(port)
@@ -174,7 +196,9 @@ class Launcher:
 
     def wait_healthy(self, timeout: float = 180) -> None:
         deadline = time.time() + timeout
-        while not all(healthy(p) for p in self.ports):
+        while not all(healthy(p, self.address) for p in self.ports):
+            if self.stopping:                       # SIGTERM / Ctrl-C while starting: stop() has run
+                sys.exit(0)
             if time.time() > deadline:
                 self.stop()
                 sys.exit("error: the app processes did not become healthy")
@@ -229,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-warmup", dest="warmup", action="store_false",
                    help="do not warm each process up (load the model, draw the first pages) before students come")
     p.add_argument("--quiet", action="store_true", help="no app process output")
+    p.add_argument("--no-proxy", action="store_true",
+                   help="no HAProxy: one app process on --bind itself (what happens anyway when haproxy is not "
+                        "installed)")
     p.add_argument("--allow-adding-models", action="store_true",
                    help="let students add Marian models by name from the sidebar (off for a class by default: "
                         "each one is a download of up to a few hundred MB onto the server)")

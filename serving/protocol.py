@@ -103,7 +103,8 @@ class Student:
         cookie = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         self.ws = await asyncio.wait_for(connect(
             f"ws://{self.host}:{self.port}/_stcore/stream", subprotocols=["streamlit", "PLACEHOLDER"],
-            additional_headers={"Cookie": cookie} if cookie else None, max_size=None, ping_interval=None), TIMEOUT)
+            additional_headers={"Cookie": cookie} if cookie else None, max_size=None, ping_interval=None,
+            proxy=None), TIMEOUT)                   # the app directly, never through a proxy set in the environment
         self.reader = asyncio.create_task(self._read())
         return http_s
 

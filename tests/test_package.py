@@ -4,7 +4,6 @@ the app's Streamlit settings, and works installed away from the checkout."""
 from __future__ import annotations
 
 import os
-import shutil
 import site
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from model import places
 from tests.support import ROOT
+from transformer_explained.bundle import build_project_wheel
 from transformer_explained.cli import COMMANDS, main
 
 
@@ -61,23 +61,9 @@ def test_the_package_list_names_every_package():
     assert on_disk <= listed, f"not in pyproject.toml's packages: {sorted(on_disk - listed)}"
 
 
-SOURCES = ("pyproject.toml", "README.md", ".streamlit", "model", "app", "figures", "serving", "transformer_explained",
-           "checkpoints/multi30k-en-de", "checkpoints/multi30k-de-en")
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """Built from a copy of the sources: a build in the checkout would leave build/ behind in it."""
-    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(source)], check=True, capture_output=True)
-    return next(out.glob("*.whl"))
+    return build_project_wheel(tmp_path_factory.mktemp("wheel"))        # from a copy of the sources
 
 
 def test_the_wheel_carries_the_code_the_models_and_the_settings(wheel):

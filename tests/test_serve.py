@@ -166,3 +166,30 @@ def test_a_killed_process_s_students_get_their_page_back(proxy, browser):
     assert page.locator("[data-testid='stException']").count() == 0
     assert "text=the+cat+sits" in page.url
     context.close()
+
+
+def test_without_haproxy_one_process_serves_on_the_bind_address_and_stops_at_once(app_checkpoints):
+    """An offline school machine may have no HAProxy: the class setup still serves (one process on
+    --bind itself, said), and a SIGTERM that arrives while it starts stops it, not a 3-minute wait."""
+    env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints)}
+
+    def launch(port: int) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "serving.launcher", "--bind", f"127.0.0.1:{port}",
+                                 "--no-proxy", "--no-warmup", "--quiet"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    port = free_port()
+    launcher = launch(port)
+    said = launcher.stderr.readline()                           # printed once the app answers
+    assert said.startswith(f"serving on http://127.0.0.1:{port} with one app process (--no-proxy")
+    assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5).read() == b"ok"
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=20) == 0
+
+    port = free_port()
+    launcher = launch(port)
+    while not psutil.Process(launcher.pid).children():          # the app started, not answering yet
+        time.sleep(0.05)
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=20) == 0
+    time.sleep(0.5)
+    assert not any(str(port) in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))

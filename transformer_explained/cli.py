@@ -34,6 +34,7 @@ COMMANDS: dict[str, Command] = {
     "train": Command("transformer_explained.train", "train a Transformer (CPU, CUDA, torchrun)"),
     "heads": Command("model.heads.__main__", "every head's statistics over a set of sentences"),
     "attribution": Command("model.attribution.__main__", "what each generated token used, by every method"),
+    "bundle": Command("transformer_explained.bundle", "a folder that installs it all on a machine with no network"),
 }
 
 
