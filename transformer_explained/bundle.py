@@ -28,9 +28,12 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 from model import command, places
 from model.checkpoint import CheckpointError, load_checkpoint
@@ -100,15 +103,15 @@ def project_wheel(out: Path, given: Path | None) -> Path:
     return next(out.glob("transformer_explained-*.whl"))
 
 
-def installed_pins() -> list[str]:
-    """name==version of every distribution installed here (pip only uses those it needs), except the
-    project itself and torch (chosen apart: its CPU build)."""
+def installed_pins() -> dict[str, str]:
+    """The version of every distribution installed here, by canonical name, except the project itself
+    and torch (chosen apart: its CPU build) and local builds."""
     pins = {}
     for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        name = canonical(dist.metadata["Name"] or "")
         if name and name not in (PROJECT, "torch") and "+" not in dist.version:
-            pins[name] = f"{name}=={dist.version}"
-    return sorted(pins.values())
+            pins[name] = dist.version
+    return pins
 
 
 def torch_requirement(platform: str, torch_version: str | None) -> str:
@@ -137,7 +140,8 @@ def run_pip(args: list[str], failure: str) -> None:
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if done.returncode != 0:
         errors = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("ERROR")]
-        raise BundleMakeError(f"{failure} ({(errors or ['pip failed'])[0]})")
+        telling = [e for e in errors if "No matching distribution" in e or "Could not find" in e] or errors[-1:]
+        raise BundleMakeError(f"{failure} ({(telling or ['pip failed'])[0]})")
 
 
 def download_torch(wheels: Path, requirement: str, flags: list[str], torch_index: str | None) -> None:
@@ -152,18 +156,64 @@ def download_torch(wheels: Path, requirement: str, flags: list[str], torch_index
                 f"{requirement} was found neither in pip's sources nor at {torch_index}")
 
 
-def download_dependencies(wheels: Path, project: Path, torch: str, flags: list[str], pins: list[str]) -> None:
-    """Every wheel the project and pip need, torch's CPU build found among the wheels already there."""
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(pins) + "\n")
-    try:
-        constraints = ["--constraint", f.name] if pins else []
-        run_pip(["download", "-d", str(wheels), "--find-links", str(wheels), *flags, *constraints,
-                 str(project), torch, "pip"],
-                "the project's dependencies could not all be fetched as wheels for this platform "
-                "(--no-pin lets pip choose versions that have wheels there)")
-    finally:
-        os.unlink(f.name)
+def target_environment(platform: str, python: str) -> dict[str, str]:
+    """The values environment markers (PEP 508) take on the school machine. pip evaluates markers
+    for the machine it runs on even with --platform, so the bundle walks the requirements itself."""
+    system, machine = platform.split("-", 1)
+    system_name = {"linux": "Linux", "macos": "Darwin"}[system]
+    return {"python_version": python, "python_full_version": f"{python}.0", "os_name": "posix",
+            "sys_platform": {"linux": "linux", "macos": "darwin"}[system], "platform_system": system_name,
+            "platform_machine": machine, "implementation_name": "cpython",
+            "platform_python_implementation": "CPython", "implementation_version": f"{python}.0",
+            "platform_release": "", "platform_version": "", "extra": ""}
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheel_requirements(wheel: Path) -> list[Requirement]:
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(meta).decode("utf-8")
+    return [Requirement(line.split(":", 1)[1].strip()) for line in text.splitlines()
+            if line.startswith("Requires-Dist:")]
+
+
+def download_dependencies(wheels: Path, roots: list[str], flags: list[str], env: dict[str, str],
+                          pins: dict[str, str]) -> None:
+    """Every wheel `roots` need on the target, walked level by level: each requirement whose markers
+    hold there, at the version pinned here when that satisfies it, fetched with --no-deps."""
+    have: dict[str, Path] = {}                 # canonical name -> its wheel in the bundle
+    expanded: dict[str, set[str]] = {}         # whose requirements (base "", extras) were added
+    pending = [Requirement(r) for r in roots]
+    while pending:
+        have.update((canonical(w.name.split("-")[0]), w) for w in wheels.glob("*.whl"))
+        fetch, later = [], []
+        for req in pending:
+            name = canonical(req.name)
+            if req.marker is not None and not req.marker.evaluate(env):
+                continue
+            if name not in have:
+                pinned = pins.get(name)
+                fetch.append(f"{name}=={pinned}" if pinned and req.specifier.contains(pinned, prereleases=True)
+                             else f"{name}{req.specifier}")
+                later.append(req)                   # walked once its wheel is here
+                continue
+            new = ({""} | set(req.extras)) - expanded.setdefault(name, set())
+            expanded[name] |= new
+            later += [Requirement(str(dep).split(";")[0]) for dep in wheel_requirements(have[name]) if new and (
+                dep.marker is None or any(dep.marker.evaluate({**env, "extra": e}) for e in new))]
+        if fetch:
+            run_pip(["download", "--no-deps", "-d", str(wheels), "--find-links", str(wheels), *flags,
+                     *sorted(set(fetch))],
+                    "not every dependency has a wheel for that Python and platform (--no-pin lets pip choose "
+                    "versions that do)")
+            missing = {canonical(Requirement(f).name) for f in fetch} - {canonical(w.name.split("-")[0])
+                                                                       for w in wheels.glob("*.whl")}
+            if missing:
+                raise BundleMakeError(f"pip fetched no wheel named {', '.join(sorted(missing))}")
+        pending = later
 
 
 def copy_checkpoints(out: Path, names: list[str]) -> list[str]:
@@ -198,6 +248,13 @@ if [ -z "$py" ]; then
 fi
 if [ -z "$py" ]; then
   echo "install: error: no Python found: install Python {python}, or give it as PYTHON=/path/to/python{python}" >&2
+  exit 2
+fi
+if ! "$py" -c "import sys; sys.exit(sys.version_info[:2] != ({python.replace('.', ', ')}))" >/dev/null 2>&1; then
+  v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo "unknown")
+  case $v in 3.1[1-9]|3.[2-9][0-9]) other=", or make a bundle with --python $v";; *) other="";; esac
+  echo "install: error: this bundle is for Python {python}; $py is Python $v: run it with Python {python}" \
+       "(PYTHON=/path/to/python{python} sh install.sh)$other" >&2
   exit 2
 fi
 PYTHONSAFEPATH=1 PYTHONPATH="$here/wheels/{project}" exec "$py" -m transformer_explained.install_bundle "$here" "$@"
@@ -252,7 +309,8 @@ def make(out: Path, platform: str, python: str, *, checkpoints: list[str], pin: 
         log(f"{torch} for Python {python} on {platform}...")
         download_torch(wheels, torch, flags, torch_index)
         log("every other dependency" + (" (pinned to the versions installed here)..." if pin else "..."))
-        download_dependencies(wheels, project, torch, flags, installed_pins() if pin else [])
+        download_dependencies(wheels, [f"{PROJECT}=={version_of(project)}", torch, "pip"], flags,
+                              target_environment(platform, python), installed_pins() if pin else {})
         names = copy_checkpoints(work, checkpoints)
         pip_wheel = next(wheels.glob("pip-*.whl")).name
         (work / "install.sh").write_text(install_script(python, project.name))
