@@ -15,6 +15,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from model.checkpoint import save_checkpoint
@@ -224,15 +225,17 @@ def test_a_bundle_installs_with_no_network_and_serves_the_app_and_a_class(tmp_pa
     print(f"bundle made in {made_s:.0f} s ({manifest['size_mb']} MB); installed and serving in {serving_s:.0f} s")
     assert serving_s < 180                           # the budget: install to serving in 3 minutes
 
-    port = free_port()
+    port, app_port = free_port(), free_port()
     serve = subprocess.Popen([str(command), "serve", "--bind", f"127.0.0.1:{port}", "--processes", "1",
-                              "--first-port", str(free_port()), "--no-warmup", "--quiet"], env=env,
+                              "--first-port", str(app_port), "--no-warmup", "--quiet"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_healthy(f"http://127.0.0.1:{port}", serve)
     finally:
         serve.terminate()
-        serve.wait(timeout=30)
+        assert serve.wait(timeout=30) == 0
+    time.sleep(0.5)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(app_port) in (p.info["cmdline"] or [])]
     said = serve.stderr.read()
     assert f"serving on http://127.0.0.1:{port}" in said
     assert ("HAProxy config" in said) == (shutil.which("haproxy") is not None)   # without it: one process, said
