@@ -7,7 +7,6 @@ index, start the app and the class setup from the installed command) takes about
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -167,17 +166,6 @@ def test_requirements_are_judged_for_the_school_machine_not_this_one():
 
 # ---------------------------------------------------------------- the whole round trip
 
-def offline_env(home: Path) -> dict[str, str]:
-    """A user with no network for pip: every proxy dead, no pip configuration."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
-    dead = "http://127.0.0.1:9"
-    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), http_proxy=dead, https_proxy=dead,
-               HTTP_PROXY=dead, HTTPS_PROXY=dead, PIP_CONFIG_FILE=os.devnull, HF_HUB_OFFLINE="1",
-               PATH="/usr/sbin:/usr/bin:/sbin:/bin")       # the machine's own python3, not this venv's
-    env.pop("TRANSFORMER_CHECKPOINTS", None)
-    return env
-
-
 @pytest.fixture
 def tiny_checkpoint(tokenizer, tmp_path) -> Path:
     """One of the teacher's own checkpoints, carried along in the bundle."""
@@ -200,7 +188,7 @@ def test_a_bundle_installs_with_no_network_and_serves_the_app_and_a_class(tmp_pa
 
     home, prefix = tmp_path / "home", tmp_path / "home" / "school"
     home.mkdir()
-    env = offline_env(home)
+    env = bundle.offline_user(home)
     started = time.monotonic()
     done = subprocess.run(["sh", str(out / "install.sh"), "--prefix", str(prefix)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)       # from a folder holding model/ too

@@ -229,6 +229,19 @@ def copy_checkpoints(out: Path, names: list[str]) -> list[str]:
     return copied
 
 
+def offline_user(home: Path) -> dict[str, str]:
+    """The environment of a new user on a machine with no network, for trying a bundle here (the
+    test and benchmarks/bundle_install.py): a fresh home, every proxy dead, no pip configuration,
+    the system's own Python first on PATH."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON")) and k != places.ENV}
+    dead = "http://127.0.0.1:9"
+    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), http_proxy=dead, https_proxy=dead,
+               HTTP_PROXY=dead, HTTPS_PROXY=dead, PIP_CONFIG_FILE=os.devnull, HF_HUB_OFFLINE="1",
+               PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+    return env
+
+
 # ---------------------------------------------------------------- the bundle's own files
 
 def install_script(python: str, project: str) -> str:
