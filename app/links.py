@@ -100,14 +100,17 @@ def current(values: Mapping[str, Any], step: int, page: str | None = None,
     return out
 
 
-def publish() -> None:
-    """Write the current state into the address bar."""
+def publish(extra: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """Write the current state (and `extra` parameters: a student's class) into the address bar.
+    Returns the state's own parameters (what a teacher's class follows), None before the link was read."""
     if not state.held(state.LINK_READ):
-        return
+        return None
     cursor = state.cursor()
     model_alpha = state.held(state.MODEL_ALPHA)
     wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step,
                      state.held(state.PAGE),
                      {ALPHA.name: model_alpha} if model_alpha is not None else None)
-    if dict(st.query_params) != wanted:
-        st.query_params.from_dict(wanted)
+    shown = {**wanted, **(extra or {})}
+    if dict(st.query_params) != shown:
+        st.query_params.from_dict(shown)
+    return wanted

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 
 import streamlit as st  # noqa: E402
 
-from app import links, pages, resources, state  # noqa: E402
+from app import classroom, links, pages, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
 from app.settings import sidebar  # noqa: E402
 
@@ -41,20 +41,25 @@ def run() -> None:
         add_model_ui()
         return
     jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
+    classroom.join_from_link()
+    jump = classroom.apply_pending() or jump    # a follower: the teacher's view, before any widget
     settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)),
                        below_checkpoint=add_model_ui)
+    classroom.sidebar()
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
-        st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, or AppTest
+        st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, AppTest, the teacher's page
     nav.run()
 
 
 def main() -> None:
     st.set_page_config(page_title="Transformer, explained", page_icon="🔎", layout="wide")
+    completed = False
     try:
         run()
+        completed = True
     finally:  # also when a page ends the run early (st.rerun while playing, st.switch_page)
-        links.publish()
+        classroom.end_of_run(completed)
 
 
 main()

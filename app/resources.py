@@ -33,6 +33,7 @@ from model.pipeline import (
     source_ids,
 )
 from model.trace import Recording, Trace
+from serving import classroom
 from serving.admission import Gate
 from serving.batching import Batcher
 from serving.config import ServingConfig
@@ -227,6 +228,16 @@ def admission_gate() -> Gate:
     """The process's admission gate: $TRANSFORMER_ADMIT heavy page runs at once (default 1), at
     most $TRANSFORMER_MAX_WAITING in line (default 60)."""
     return Gate(config().admit, config().max_waiting)
+
+
+# ---- classes (serving/classroom.py) --------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def class_store() -> classroom.ClassStore | None:
+    """Where this process's classes live: Redis when $TRANSFORMER_REDIS names it (`make serve`:
+    every process sees every class), else this process's memory; None when class mode is off."""
+    if not config().classes:
+        return None
+    return classroom.RedisStore(config().redis) if config().redis else classroom.MemoryStore()
 
 
 # ---- the training lab --------------------------------------------------------------------------

@@ -20,6 +20,8 @@ has one owner here, in the session's `st.session_state`:
     "ov_clicked"  the last click on the overview's figure already applied (app/views/overview.py)
     "lab_job"     the session's training-lab Job; "lab_phase" the layout it was drawn in;
     "lab_model"   (job id, its checkpoint, a memo of its last decodings) (app/views/lab.py)
+    "class"       the class this session leads or follows, a Membership (app/classroom.py), or None;
+                  "class_link_read" True once the link's `class` parameter was read
 
 Widget events that Streamlit keeps under a widget's key (a plotly chart's selection, a
 slider's value inside its callback) are read with `widget`. Shared, read-only things (the
@@ -36,7 +38,9 @@ import streamlit as st
 VALUES, CURSOR, LINK_READ, PAGE, ADMITTED = "values", "cursor", "link_read", "page", "admitted"
 MODEL_ALPHA, OV_CLICKED = "model_alpha", "ov_clicked"
 LAB_JOB, LAB_PHASE, LAB_MODEL = "lab_job", "lab_phase", "lab_model"
-OWNED = frozenset({VALUES, CURSOR, LINK_READ, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB, LAB_PHASE, LAB_MODEL})
+CLASS, CLASS_LINK_READ = "class", "class_link_read"
+OWNED = frozenset({VALUES, CURSOR, LINK_READ, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB, LAB_PHASE, LAB_MODEL,
+                   CLASS, CLASS_LINK_READ})
 
 
 # ---- settings: one owner, widgets mirror it ---------------------------------------------------------

@@ -13,6 +13,8 @@
 | TRANSFORMER_LAB_LOCKS | unset | lock-file directory: lab slots per machine (set by `make serve`) |
 | TRANSFORMER_ADD_MODELS | 1 (`make serve`: 0) | the sidebar's "Add a model by name" (0: hidden) |
 | TRANSFORMER_DATA | ../shared/data/multi30k | the default sentences of "Heads across the corpus" |
+| TRANSFORMER_REDIS | unset (`make serve`: its own) | where classes live (redis://HOST:PORT/DB); unset: in memory |
+| TRANSFORMER_CLASSES | 1 | the sidebar's "Start a class" and joining one (0: off) |
 """
 from __future__ import annotations
 
@@ -65,6 +67,8 @@ class ServingConfig:
     lab_locks: Path | None = None
     data: Path = ROOT.parent / "shared" / "data" / "multi30k"
     add_models: bool = True             # the sidebar's "Add a model by name"
+    redis: str | None = None            # where classes live (serving/classroom.py); None: in memory
+    classes: bool = True                # class mode on
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, cores: int | None = None) -> ServingConfig:
@@ -84,4 +88,6 @@ class ServingConfig:
             lab_locks=Path(env["TRANSFORMER_LAB_LOCKS"]) if env.get("TRANSFORMER_LAB_LOCKS") else None,
             data=Path(env.get("TRANSFORMER_DATA") or cls.data),
             add_models=env.get("TRANSFORMER_ADD_MODELS", "1") not in ("0", "false", "no"),
+            redis=env.get("TRANSFORMER_REDIS") or None,
+            classes=env.get("TRANSFORMER_CLASSES", "1") not in ("0", "false", "no"),
         )

@@ -14,6 +14,9 @@ is served by several processes. HAProxy (Debian's package `haproxy`) in front of
   them reach an app process;
 - checks each process's /_stcore/health; when one dies, its students' browsers reconnect
   to a live one, which rebuilds their page from the link in the address bar.
+Classes (a teacher's screen followed by the students', serving/classroom.py) live in Redis, so that
+the teacher and the students may sit on different processes: the launcher starts Debian's
+`redis-server` on loopback (or uses `--redis URL`, a school's own) and restarts it if it dies.
 `--backend HOST:PORT` adds app servers on other machines (each started there, from the root
 of a checkout so that it reads .streamlit/config.toml, with
 `streamlit run app/main.py --server.port PORT --server.address 0.0.0.0`); the same
@@ -28,6 +31,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -134,6 +138,8 @@ class Launcher:
                     "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-")}
         self.stopping = False
         self.address = "127.0.0.1"          # the app processes' own address (behind HAProxy: loopback)
+        self.redis: subprocess.Popen | None = None
+        self.redis_command: list[str] = []
 
     def backends(self) -> list[Backend]:
         local = [Backend(f"app{i + 1}", "127.0.0.1", p) for i, p in enumerate(self.ports)]
@@ -145,7 +151,35 @@ class Launcher:
                                            stdout=subprocess.DEVNULL if self.args.quiet else None,
                                            stderr=subprocess.STDOUT if self.args.quiet else None)
 
+    def start_redis(self) -> None:
+        """Where classes live (serving/classroom.py): --redis URL, else a redis-server of our own on
+        loopback (its data in a temporary folder, kept across its restarts). Without either, classes
+        stay in each process's memory: one process shares them, several cannot (then switched off)."""
+        if self.args.redis:
+            self.env["TRANSFORMER_REDIS"] = self.args.redis
+            return
+        server = shutil.which("redis-server")
+        if server is None:
+            several = len(self.ports) > 1 or self.args.backend
+            if several and not self.args.no_proxy and shutil.which("haproxy"):
+                self.env["TRANSFORMER_CLASSES"] = "0"
+                print("warning: redis-server is not installed, so a class cannot span the app processes: class "
+                      "mode is off (Debian: apt-get install -y redis-server, or give --redis URL)",
+                      file=sys.stderr, flush=True)
+            return
+        port = _free_port()
+        folder = tempfile.mkdtemp(prefix="transformer-classes-")
+        self.redis_command = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                              "yes", "--dir", folder, "--protected-mode", "yes"]
+        self.redis = subprocess.Popen(self.redis_command, stdout=subprocess.DEVNULL)
+        _wait_for_port(port)
+        self.env["TRANSFORMER_REDIS"] = f"redis://127.0.0.1:{port}/0"
+        if self.args.backend:
+            print("note: the app servers named with --backend cannot reach this machine's loopback Redis: "
+                  "give --redis URL of a Redis they all reach for classes across machines", file=sys.stderr)
+
     def start(self) -> None:
+        self.start_redis()
         haproxy = None if self.args.no_proxy else shutil.which("haproxy")
         if haproxy is None:
             self.start_direct()
@@ -214,21 +248,42 @@ class Launcher:
                     self.start_app(port)
                     if self.args.warmup:
                         self.warm_in_background(port)
+            if self.redis is not None and self.redis.poll() is not None and not self.stopping:
+                print("redis-server exited; restarting it (classes come back from its append-only file)",
+                      file=sys.stderr)
+                self.redis = subprocess.Popen(self.redis_command, stdout=subprocess.DEVNULL)
             if self.proxy is not None and self.proxy.poll() is not None and not self.stopping:
                 print("haproxy exited; stopping", file=sys.stderr)
                 break
 
     def stop(self, *_: object) -> None:
         self.stopping = True
-        for proc in [*self.apps.values(), self.proxy]:
+        for proc in [*self.apps.values(), self.proxy, self.redis]:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
-        for proc in [*self.apps.values(), self.proxy]:
+        for proc in [*self.apps.values(), self.proxy, self.redis]:
             if proc is not None:
                 try:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"error: redis-server did not start on port {port}")
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -256,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-proxy", action="store_true",
                    help="no HAProxy: one app process on --bind itself (what happens anyway when haproxy is not "
                         "installed)")
+    p.add_argument("--redis", default=None, metavar="URL",
+                   help="where classes live (redis://HOST:PORT/DB; a school's own Redis). Default: a redis-server "
+                        "of our own on loopback (Debian: apt-get install -y redis-server)")
     p.add_argument("--allow-adding-models", action="store_true",
                    help="let students add Marian models by name from the sidebar (off for a class by default: "
                         "each one is a download of up to a few hundred MB onto the server)")

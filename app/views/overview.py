@@ -12,7 +12,7 @@ import streamlit as st
 import torch
 
 import figures
-from app import links, state
+from app import classroom, links, state
 from app.context import Context
 from app.settings import LAYER, index, selectbox, setting, slider
 from app.ui import chart
@@ -63,7 +63,7 @@ def overview(ctx: Context) -> None:
     st.divider()
     PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
                                                                                       (token, pos, layer), log_probs)
-    links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
+    classroom.end_of_run()   # a fragment's rerun does not reach main(), which writes the link otherwise
 
 
 def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float]]:

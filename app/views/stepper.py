@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import figures
-from app import links, state
+from app import classroom, state
 from app.context import Context
 from app.settings import flag, setting, toggle
 from app.state import StepCursor
@@ -79,7 +79,7 @@ def stepping(ctx: Context) -> None:
     _next_token(ctx, record, chosen)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
-    links.publish()          # a fragment's rerun does not reach main(), which writes the link otherwise
+    classroom.end_of_run()   # a fragment's rerun does not reach main(), which writes the link otherwise
     if cursor.playing:
         _play(cursor, len(steps))
 

@@ -1,0 +1,282 @@
+"""A class that follows its teacher, in the app (the shared part is serving/classroom.py).
+
+The teacher presses "Start a class" in the sidebar: a code, a join link (`?class=CODE`) and its QR
+code to project, and a teacher link (with the secret) to keep. At the end of every teacher run the
+page and its link parameters (exactly what app/links.py writes into the address bar) are published.
+A student who opens the join link, or types the code, follows: a small fragment checks the class
+every FOLLOW_SECONDS; a newer view is applied at the start of the next run (every linked setting
+set to the teacher's value or its default, the decoding step, the page) and the whole page reruns.
+A student who changes anything themselves has left (said, with "Follow the teacher again").
+
+Roles: only a session that holds the secret publishes; a student's session never sees it. Faults:
+the class gone (ended, expired) -> said, and the session goes on alone; the store out of reach
+(Redis down) -> said, sessions go on alone and follow again once it is back.
+"""
+from __future__ import annotations
+
+import io
+import secrets
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from app import links, resources, state
+from app.settings import ALPHA, linked
+from serving import classroom
+from serving.classroom import ClassGone, NotTeacher, StoreDown, View
+
+CLASS, TEACHER = "class", "teacher"          # link parameters: the join code; the teacher's secret
+FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
+TEACHER_SECONDS = 2.0                        # how often the teacher's sidebar counts followers
+CHECK_IN_SECONDS = 3.0                       # how often a follower says it is there
+
+
+@dataclass
+class Membership:
+    """This session's class: the owner app/state.py keeps under CLASS."""
+    code: str
+    secret: str | None = None                # the teacher's; None for a student
+    student: str = field(default_factory=lambda: secrets.token_hex(6))
+    following: bool = True
+    applied: int = 0                         # the class view's version applied last
+    pending: View | None = None              # to apply at the start of the next run
+    baseline: tuple | None = None            # (page, params) the first run after applying drew
+    checked_in: float = 0.0
+    trouble: str | None = None               # the store out of reach, said
+
+    @property
+    def teacher(self) -> bool:
+        return self.secret is not None
+
+
+def store() -> classroom.ClassStore | None:
+    return resources.class_store()
+
+
+def membership() -> Membership | None:
+    return state.held(state.CLASS)
+
+
+def _leave_class(message: str) -> None:
+    state.hold(state.CLASS, None)
+    st.toast(message, icon=":material/info:")
+
+
+# ---- joining -----------------------------------------------------------------------------------
+def join(code_text: str, secret: str | None = None) -> str | None:
+    """Join (or, with the secret, lead) the class; returns what went wrong, or None."""
+    s = store()
+    code = classroom.normalize_code(code_text)
+    if s is None:
+        return "Classes are switched off on this server."
+    if code is None:
+        return f"“{code_text}” is not a class code (8 letters and digits, like ABCD-EFGH)."
+    try:
+        if secret is not None and not s.is_teacher(code, secret):
+            return "This teacher link is not valid (the class has ended, or the link is incomplete)."
+        view = s.view(code)
+    except ClassGone:
+        return f"There is no class {classroom.pretty(code)}: the code is wrong, or the class has ended."
+    except StoreDown:
+        return "The class server cannot be reached right now; try again in a minute."
+    m = Membership(code, secret)
+    if not m.teacher:
+        m.pending = view
+    state.hold(state.CLASS, m)
+    return None
+
+
+def join_from_link() -> None:
+    """Once per session: `?class=CODE` (and `&teacher=SECRET`) joins; a wrong code is said."""
+    if state.held(state.CLASS_LINK_READ):
+        return
+    state.hold(state.CLASS_LINK_READ, True)
+    code = st.query_params.get(CLASS)
+    if code:
+        problem = join(code, st.query_params.get(TEACHER))
+        if problem:
+            st.warning(f"{problem} You are using the app on your own.", icon=":material/group_off:")
+
+
+# ---- following: applying the teacher's view ------------------------------------------------------
+def apply_pending() -> str | None:
+    """At the start of a run, before any widget: the teacher's view into this session's owners.
+    Returns the page to open."""
+    m = membership()
+    if m is None or m.pending is None or m.teacher:
+        return None
+    view, m.pending = m.pending, None
+    values = links.parse(view.params, [c.name for c in resources.available_checkpoints()])
+    for spec in linked().values():
+        default = state.held(state.MODEL_ALPHA) if spec is ALPHA and state.held(state.MODEL_ALPHA) else spec.default
+        state.set_widget(spec.name, values.get(spec.name, default))
+    cursor = state.cursor()
+    step = links.linked_step(view.params) or 0
+    cursor.step, cursor.pending, cursor.playing = step, step, False
+    m.applied, m.baseline, m.following = view.version, None, True
+    return view.page
+
+
+def _watch(m: Membership) -> None:
+    """A follower's check (every FOLLOW_SECONDS): a newer view reruns the whole page."""
+    s = store()
+    try:
+        now = time.monotonic()
+        if now - m.checked_in > CHECK_IN_SECONDS:
+            s.check_in(m.code, m.student)
+            m.checked_in = now
+        view = s.view(m.code)
+        m.trouble = None
+    except ClassGone:
+        _leave_class(f"Class {classroom.pretty(m.code)} has ended.")
+        st.rerun(scope="app")
+    except StoreDown:
+        if m.trouble is None:
+            m.trouble = "The class cannot be reached right now: you are on your own until it is back."
+            st.rerun(scope="app")
+        return
+    if m.following and view.version != m.applied:
+        m.pending = view
+        st.rerun(scope="app")
+
+
+def after_run(page: str | None, params: dict[str, str]) -> None:
+    """At the end of every run: a teacher's view is published; a follower who changed something
+    themselves has left."""
+    m = membership()
+    if m is None or page is None:
+        return
+    if m.teacher:
+        try:
+            store().publish(m.code, m.secret, page, params)
+            m.trouble = None
+        except (ClassGone, NotTeacher):
+            state.hold(state.CLASS, None)
+        except StoreDown:
+            m.trouble = "The class cannot be reached right now: your students keep the last page they saw."
+        return
+    drawn = (page, params)
+    if not m.following:
+        return
+    if m.baseline is None:
+        m.baseline = drawn
+    elif drawn != m.baseline:
+        m.following = False
+        st.rerun(scope="app")               # the sidebar says so (a fragment's run does not redraw it)
+
+
+def end_of_run(completed: bool = True) -> None:
+    """What every run ends with, main's and a fragment's that changes linked state (a step, a block):
+    the address bar written, and the class told (a teacher's view published; a follower's own change
+    noticed). A run cut short (st.rerun, st.switch_page) only writes the address bar."""
+    params = links.publish(link_params())
+    if completed and params is not None:
+        after_run(state.held(state.PAGE), params)
+
+
+def link_params() -> dict[str, str]:
+    """A student's address bar keeps the class (a reload, or another app process, joins again)."""
+    m = membership()
+    return {CLASS: m.code} if m is not None and not m.teacher else {}
+
+
+# ---- the sidebar -----------------------------------------------------------------------------------
+def join_url(code: str, secret: str | None = None) -> str:
+    base = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
+    query = urllib.parse.urlencode({CLASS: code, **({TEACHER: secret} if secret else {})})
+    return urllib.parse.urlunsplit((base.scheme, base.netloc, "/", query, ""))
+
+
+def qr_png(url: str) -> bytes:
+    import segno
+    out = io.BytesIO()
+    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
+    return out.getvalue()
+
+
+def sidebar() -> None:
+    """The class's place in the sidebar: start or join one; a teacher's code, link, QR and count; a
+    student's "following" and "follow again"."""
+    if store() is None:
+        return
+    st.sidebar.subheader("Class")
+    m = membership()
+    if m is None:
+        _start_or_join()
+    elif m.teacher:
+        _teacher_panel(m)
+    else:
+        _student_panel(m)
+
+
+def _start_or_join() -> None:
+    if st.sidebar.button("Start a class", icon=":material/co_present:", key="class-start",
+                         help="your students' screens follow yours: page, sentence, settings, step"):
+        started = store().start(state.held(state.PAGE) or "overview", {})
+        state.hold(state.CLASS, Membership(started.code, started.secret))
+        st.rerun()
+    with st.sidebar.popover("Join a class", icon=":material/group_add:"):
+        code = st.text_input("Class code", key="class-code", placeholder="ABCD-EFGH")
+        if st.button("Join", key="class-join") and code:
+            problem = join(code)
+            if problem:
+                st.error(problem)
+            else:
+                st.rerun()
+
+
+def _teacher_panel(m: Membership) -> None:
+    url = join_url(m.code)
+    st.sidebar.markdown(f"**Class {classroom.pretty(m.code)}**: students open [{url}]({url}) "
+                        f"or type the code.")
+    with st.sidebar.expander("QR code and teacher link"):
+        st.image(qr_png(url), caption=f"class {classroom.pretty(m.code)}", width=220)
+        st.markdown("Keep this **teacher link** to lead the class again from another tab (do not project it):")
+        st.code(join_url(m.code, m.secret), language=None)
+    with st.sidebar:
+        _teacher_count(m)
+    if m.trouble:
+        st.sidebar.warning(m.trouble, icon=":material/cloud_off:")
+    if st.sidebar.button("End the class", icon=":material/stop_circle:", key="class-end"):
+        try:
+            store().end(m.code, m.secret)
+        except (ClassGone, NotTeacher, StoreDown):
+            pass
+        _leave_class("The class has ended.")
+        st.rerun()
+
+
+@st.fragment(run_every=TEACHER_SECONDS)
+def _teacher_count(m: Membership) -> None:
+    try:
+        n = store().followers(m.code)
+        st.caption(f":material/groups: {n} student{'s' if n != 1 else ''} following")
+    except (ClassGone, StoreDown):
+        st.caption("(students not counted right now)")
+
+
+def _student_panel(m: Membership) -> None:
+    if m.trouble:
+        st.sidebar.warning(m.trouble, icon=":material/cloud_off:")
+    if m.following:
+        st.sidebar.success(f"Following the teacher (class {classroom.pretty(m.code)})", icon=":material/sync:")
+        if st.sidebar.button("Explore on my own", key="class-leave"):
+            m.following = False
+            st.rerun()
+    else:
+        st.sidebar.info(f"Exploring on your own (class {classroom.pretty(m.code)})", icon=":material/explore:")
+        if st.sidebar.button("Follow the teacher again", icon=":material/sync:", key="class-follow"):
+            m.following, m.applied = True, 0
+            st.rerun()
+    if st.sidebar.button("Leave the class", key="class-quit"):
+        _leave_class(f"You left class {classroom.pretty(m.code)}.")
+        st.rerun()
+    with st.sidebar:
+        _follower_tick(m)
+
+
+@st.fragment(run_every=FOLLOW_SECONDS)
+def _follower_tick(m: Membership) -> None:
+    _watch(m)

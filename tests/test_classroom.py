@@ -1,0 +1,163 @@
+"""Classes that follow their teacher (serving/classroom.py): the same tests on the in-memory store
+(`make app`) and on Redis (`make serve`; a redis-server started for the test on a free port)."""
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from serving import classroom
+from serving.classroom import ClassGone, MemoryStore, NotTeacher, RedisStore, StoreDown
+from tests.support import free_port
+
+REDIS = shutil.which("redis-server")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    if REDIS is None:
+        pytest.skip("redis-server not installed (apt-get install -y redis-server)")
+    port = free_port()
+    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path_factory.mktemp("redis"))], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.time() + 10
+    while not RedisStore(url).ping():
+        assert time.time() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_and_clock(request):
+    clock = Clock()
+    if request.param == "memory":
+        return MemoryStore(clock=clock), clock
+    return RedisStore(request.getfixturevalue("redis_url"), clock=clock), clock
+
+
+@pytest.fixture
+def store(store_and_clock):
+    return store_and_clock[0]
+
+
+def test_codes_are_long_unambiguous_and_forgiving_to_type():
+    codes = {classroom.new_code() for _ in range(2000)}
+    assert len(codes) == 2000 and all(len(c) == 8 and set(c) <= set(classroom.ALPHABET) for c in codes)
+    assert not set("01OIL") & set(classroom.ALPHABET) and len(classroom.ALPHABET) ** 8 > 8e11
+    assert classroom.normalize_code(" abcd-efgh ") == "ABCDEFGH" and classroom.pretty("ABCDEFGH") == "ABCD-EFGH"
+    assert classroom.normalize_code("ABCD-EFG0") is None and classroom.normalize_code("ABC") is None
+
+
+def test_the_teacher_leads_and_only_the_teacher(store):
+    started = store.start("overview", {"text": "A dog runs."})
+    view = store.view(started.code)
+    assert (view.version, view.page, view.params, view.poll) == (1, "overview", {"text": "A dog runs."}, None)
+    assert store.publish(started.code, started.secret, "step", {"text": "A dog runs.", "step": "3"}) == 2
+    assert store.publish(started.code, started.secret, "step", {"text": "A dog runs.", "step": "3"}) == 2  # same
+    assert store.view(started.code).page == "step" and store.view(started.code).params["step"] == "3"
+    with pytest.raises(NotTeacher):
+        store.publish(started.code, "a student's guess", "masks", {})
+    with pytest.raises(NotTeacher):
+        store.end(started.code, "")
+    assert store.is_teacher(started.code, started.secret) and not store.is_teacher(started.code, "x")
+    store.end(started.code, started.secret)
+    with pytest.raises(ClassGone):
+        store.view(started.code)
+    with pytest.raises(ClassGone):
+        store.view("ABCDEFGH")
+
+
+def test_followers_are_counted_while_they_check_in(store_and_clock):
+    store, clock = store_and_clock
+    c = store.start("overview", {})
+    for student in ("s1", "s2", "s3"):
+        store.check_in(c.code, student)
+    store.check_in(c.code, "s1")
+    assert store.followers(c.code) == 3
+    clock.now += classroom.FOLLOWER_SECONDS - 1
+    store.check_in(c.code, "s2")
+    clock.now += 2
+    assert store.followers(c.code) == 1                  # s1 and s3 went quiet
+    with pytest.raises(ClassGone):
+        store.check_in("ABCDEFGH", "s1")
+
+
+def test_a_poll_takes_one_anonymous_answer_per_student_until_revealed(store):
+    c = store.start("step", {"step": "2"})
+    poll = store.open_poll(c.code, c.secret, "next-token", {"options": ["Hund", "Mann", "Frau"]})
+    assert store.view(c.code).poll == poll and not poll.revealed
+    assert store.answer(c.code, poll.id, "s1", "Mann") and store.answer(c.code, poll.id, "s2", "  Hund ")
+    assert not store.answer(c.code, poll.id, "s1", "Frau")                 # once
+    assert not store.answer(c.code, "nopoll", "s3", "Frau")
+    assert sorted(a.choice for a in store.answers(c.code, poll.id)) == ["Hund", "Mann"]
+    with pytest.raises(NotTeacher):
+        store.reveal(c.code, "guess")
+    version = store.view(c.code).version
+    store.reveal(c.code, c.secret)
+    assert store.view(c.code).poll.revealed and store.view(c.code).version > version
+    assert not store.answer(c.code, poll.id, "s3", "Frau")                 # revealed: closed to answers
+    store.close_poll(c.code, c.secret)
+    assert store.view(c.code).poll is None
+    assert [(p.id, p.revealed, p.open) for p in store.polls(c.code)] == [(poll.id, True, False)]
+    rows = list(csv.reader(io.StringIO(classroom.answers_csv(store.polls(c.code)[0], store.answers(c.code, poll.id)))))
+    assert rows[0][:5] == ["poll", "kind", "question", "student", "answer"] and len(rows) == 3
+    assert {r[4] for r in rows[1:]} == {"Hund", "Mann"}
+
+
+def test_two_classes_never_see_each_other(store):
+    a, b = store.start("overview", {"text": "A"}), store.start("masks", {"text": "B"})
+    assert a.code != b.code
+    store.publish(a.code, a.secret, "step", {"text": "A2"})
+    pa = store.open_poll(a.code, a.secret, "next-token", {"options": ["x"]})
+    pb = store.open_poll(b.code, b.secret, "next-token", {"options": ["y"]})
+    store.answer(a.code, pa.id, "s1", "x")
+    assert store.view(b.code).params == {"text": "B"} and store.answers(b.code, pb.id) == []
+    assert not store.answer(b.code, pa.id, "s1", "x")                     # a's poll is not b's
+    with pytest.raises(NotTeacher):
+        store.publish(b.code, a.secret, "overview", {})                     # a's secret does not lead b
+
+
+def test_a_class_without_its_teacher_for_hours_ends(store_and_clock):
+    store, clock = store_and_clock
+    c = store.start("overview", {})
+    if isinstance(store, MemoryStore):
+        clock.now += classroom.IDLE_SECONDS - 10
+        store.publish(c.code, c.secret, "masks", {})       # a teacher action: hours more
+        clock.now += classroom.IDLE_SECONDS - 10
+        assert store.view(c.code).page == "masks"
+        clock.now += 11
+        with pytest.raises(ClassGone):
+            store.view(c.code)
+        return
+    import redis
+    r, key = redis.Redis.from_url(store.url), store.key(c.code)      # Redis expires the keys itself
+    assert 0 < r.ttl(key) <= classroom.IDLE_SECONDS
+    r.expire(key, 5)
+    store.check_in(c.code, "s1")                           # a student does not keep a class alive
+    assert r.ttl(key) <= 5
+    store.publish(c.code, c.secret, "masks", {})           # its teacher does
+    assert r.ttl(key) > classroom.IDLE_SECONDS - 5
+
+
+def test_redis_out_of_reach_is_said_not_raised_as_anything_else():
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
+    assert not store.ping()
+    with pytest.raises(StoreDown):
+        store.view("ABCDEFGH")
+    with pytest.raises(StoreDown):
+        store.start("overview", {})
