@@ -27,7 +27,7 @@ from app.settings import ALPHA, linked
 from serving import classroom
 from serving.classroom import ClassGone, NotTeacher, StoreDown, View
 
-CLASS, TEACHER = "class", "teacher"          # link parameters: the join code; the teacher's secret
+CLASS, TEACHER = links.CLASS, links.TEACHER   # link parameters: the join code; the teacher's secret
 FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
 TEACHER_SECONDS = 2.0                        # how often the teacher's sidebar counts followers
 CHECK_IN_SECONDS = 3.0                       # how often a follower says it is there
@@ -42,7 +42,7 @@ class Membership:
     following: bool = True
     applied: int = 0                         # the class view's version applied last
     pending: View | None = None              # to apply at the start of the next run
-    baseline: tuple | None = None            # (page, params) the first run after applying drew
+    baseline: tuple | None = None            # (page, params) of the view applied last
     checked_in: float = 0.0
     trouble: str | None = None               # the store out of reach, said
 
@@ -114,8 +114,8 @@ def apply_pending() -> str | None:
         state.set_widget(spec.name, values.get(spec.name, default))
     cursor = state.cursor()
     step = links.linked_step(view.params) or 0
-    cursor.step, cursor.pending, cursor.playing = step, step, False
-    m.applied, m.baseline, m.following = view.version, None, True
+    cursor.pending, cursor.playing = step, False
+    m.applied, m.baseline, m.following = view.version, (view.page, dict(view.params)), True
     return view.page
 
 
@@ -157,13 +157,8 @@ def after_run(page: str | None, params: dict[str, str]) -> None:
         except StoreDown:
             m.trouble = "The class cannot be reached right now: your students keep the last page they saw."
         return
-    drawn = (page, params)
-    if not m.following:
-        return
-    if m.baseline is None:
-        m.baseline = drawn
-    elif drawn != m.baseline:
-        m.following = False
+    if m.following and (page, params) != m.baseline:      # the teacher's view, drawn here, gives the
+        m.following = False                                # same link: any difference is the student's
         st.rerun(scope="app")               # the sidebar says so (a fragment's run does not redraw it)
 
 

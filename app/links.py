@@ -23,6 +23,7 @@ from app import state
 from app.settings import ALPHA, CHECKPOINT, TEXT, linked
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
+CLASS, TEACHER = "class", "teacher"   # a class's join code, its teacher's secret (app/classroom.py)
 BLOCK = "block"               # the overview's block (app/views/overview.py)
 LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
 MAX_STEP = 1000
@@ -67,7 +68,7 @@ def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
     view = params.get(VIEW)
     if view in set(pages):
         return view
-    if params and BLOCK not in params and _opened_at_root(pages):
+    if set(params) - {CLASS, TEACHER} and BLOCK not in params and _opened_at_root(pages):
         return FORMER_LANDING
     return None
 

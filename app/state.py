@@ -118,8 +118,8 @@ class StepCursor:
     """Which step of a decoding the step-through page shows.
 
     It belongs to one decoding (the sentence and the decoding settings, as a key): when the
-    decoding changes it goes back to step 0, unless a link asked for a step (`pending`),
-    which applies to the first decoding shown. When the student leaves the page and comes
+    decoding changes it goes back to step 0, unless a link (or the class's teacher) asked for a
+    step (`pending`), which applies to the next decoding shown. When the student leaves the page and comes
     back to the same decoding, it is where they left it. The page's buttons and slider
     only call its methods."""
     decoding: str | None = None   # key of the decoding the step belongs to
@@ -130,9 +130,9 @@ class StepCursor:
     def follow(self, decoding: str, n_steps: int) -> int:
         """Point at `decoding` (n_steps steps long); returns the step to show."""
         if decoding != self.decoding:
-            self.decoding, self.playing = decoding, False
-            self.step = self.pending if self.pending is not None else 0
-            self.pending = None
+            self.decoding, self.playing, self.step = decoding, False, 0
+        if self.pending is not None:                  # a link's step (or a teacher's, for a class)
+            self.step, self.pending = self.pending, None
         self.step = max(0, min(self.step, n_steps - 1))
         return self.step
 

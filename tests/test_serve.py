@@ -146,6 +146,110 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
     assert {s.cookies.get(COOKIE) for s in students} == {"app1", "app2"}
 
 
+def _on(browser, url: str, server: str, path: str, selector: str):
+    """A browser (its own context: cookies, session) kept on app process `server` by the proxy's cookie."""
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    context.add_cookies([{"name": COOKIE, "value": server, "url": url}])
+    page = context.new_page()
+    page.goto(url + path)
+    page.wait_for_selector(selector, timeout=90_000)
+    settle(page)
+    return page
+
+
+def _sidebar(page) -> str:
+    return page.locator("[data-testid='stSidebar']").inner_text()
+
+
+def _shows(page, text: str, timeout: float = 10_000) -> None:
+    page.wait_for_function("(t) => document.body.innerText.includes(t)", arg=text, timeout=timeout)
+
+
+def _sentence(page) -> str:
+    return page.get_by_label("Sentence to translate", exact=False).input_value()
+
+
+def _gets_sentence(page, text: str) -> None:
+    page.wait_for_function("(t) => [...document.querySelectorAll('input')].some(i => i.value === t)", arg=text,
+                           timeout=10_000)
+
+
+def _type_sentence(page, text: str) -> None:
+    box = page.get_by_label("Sentence to translate", exact=False)
+    box.fill(text)
+    box.press("Enter")
+    settle(page)
+
+
+@needs_haproxy
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed")
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
+def test_a_class_follows_its_teacher_across_processes(proxy, browser):
+    """A teacher on one app process, students on both, the class in Redis: the students follow a new
+    sentence, a page and a step; one leaves and follows again; a forged teacher link leads nothing;
+    a second class beside the first sees none of it."""
+    url, _ = proxy
+    teacher = _on(browser, url, "app1", "/", ".st-key-page-overview")
+    teacher.get_by_role("button", name="Start a class").click()
+    settle(teacher)
+    join = teacher.locator("[data-testid='stSidebar'] a[href*='class=']").first.get_attribute("href")
+    assert join.startswith(url + "/?class=")
+    code = join.rsplit("=", 1)[1]
+    teacher.get_by_text("QR code and teacher link").click()
+    secret_link = teacher.locator("[data-testid='stSidebar'] code").filter(has_text="teacher=").inner_text()
+    secret = secret_link.rsplit("teacher=", 1)[1].strip()
+    students = [_on(browser, url, server, join.removeprefix(url), ".st-key-page-overview")
+                for server in ("app2", "app1")]
+    for s in students:
+        assert "Following the teacher" in _sidebar(s) and secret not in s.content() and secret not in s.url
+    _shows(teacher, "2 students following", timeout=15_000)
+
+    _type_sentence(teacher, "the dog runs in the park")
+    for s in students:
+        _gets_sentence(s, "the dog runs in the park")
+    teacher.get_by_role("link", name="Step through decoding").click()
+    teacher.wait_for_selector(".st-key-page-step", timeout=60_000)
+    settle(teacher)
+    teacher.get_by_role("button", name="Next").first.click()
+    settle(teacher)
+    for s in students:
+        s.wait_for_selector(".st-key-page-step", timeout=10_000)
+        _shows(s, "Step 1 of")
+
+    leaver, stayer = students
+    leaver.get_by_role("button", name="Next").first.click()          # on their own: they leave
+    settle(leaver)
+    _shows(leaver, "Exploring on your own")
+    for _ in range(2):
+        teacher.get_by_role("button", name="Next").first.click()
+        settle(teacher)
+    _shows(stayer, "Step 3 of")
+    assert "Step 2 of" in leaver.locator("body").inner_text()
+    leaver.get_by_role("button", name="Follow the teacher again").click()
+    _shows(leaver, "Step 3 of")
+    assert _sentence(leaver) == "the dog runs in the park"
+
+    forger = _on(browser, url, "app2", f"/?class={code}&teacher=not-{secret[:6]}", ".st-key-page-overview")
+    assert "This teacher link is not valid" in forger.locator("body").inner_text()
+    assert forger.get_by_role("button", name="End the class").count() == 0
+
+    other = _on(browser, url, "app2", "/", ".st-key-page-overview")
+    other.get_by_role("button", name="Start a class").click()
+    settle(other)
+    other_join = other.locator("[data-testid='stSidebar'] a[href*='class=']").first.get_attribute("href")
+    assert other_join != join
+    other_student = _on(browser, url, "app1", other_join.removeprefix(url), ".st-key-page-overview")
+    _type_sentence(teacher, "a woman sits on a red ball")
+    _gets_sentence(stayer, "a woman sits on a red ball")
+    other_student.wait_for_timeout(1500)
+    assert other_student.locator(".st-key-page-overview").count() == 1 and _sentence(other_student) != \
+        "a woman sits on a red ball"
+    for page in (teacher, *students, forger, other, other_student):
+        assert page.locator("[data-testid='stException']").count() == 0
+        page.context.close()
+
+
 @needs_haproxy
 @pytest.mark.e2e
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed")
