@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from app import links, resources, state
-from app.settings import ALPHA, linked
+from app.settings import linked
 from serving import classroom
-from serving.classroom import ClassGone, NotTeacher, StoreDown, View
+from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown, View
 
 CLASS, TEACHER = links.CLASS, links.TEACHER   # link parameters: the join code; the teacher's secret
 FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
@@ -45,6 +45,8 @@ class Membership:
     baseline: tuple | None = None            # (page, params) of the view applied last
     checked_in: float = 0.0
     trouble: str | None = None               # the store out of reach, said
+    poll: Poll | None = None                 # the class's open poll, as last seen
+    answered: dict[str, str] = field(default_factory=dict)   # poll id -> this student's answer
 
     @property
     def teacher(self) -> bool:
@@ -109,13 +111,16 @@ def apply_pending() -> str | None:
         return None
     view, m.pending = m.pending, None
     values = links.parse(view.params, [c.name for c in resources.available_checkpoints()])
-    for spec in linked().values():
-        default = state.held(state.MODEL_ALPHA) if spec is ALPHA and state.held(state.MODEL_ALPHA) else spec.default
-        state.set_widget(spec.name, values.get(spec.name, default))
+    for spec in linked().values():                      # as a fresh session reading the link: the
+        if spec.name in values:                         # teacher's values, every other setting its
+            state.set_widget(spec.name, values[spec.name])   # default (the model's own alpha, ...)
+        else:
+            state.forget(spec.name)
     cursor = state.cursor()
     step = links.linked_step(view.params) or 0
     cursor.pending, cursor.playing = step, False
     m.applied, m.baseline, m.following = view.version, (view.page, dict(view.params)), True
+    m.poll = view.poll
     return view.page
 
 
@@ -138,7 +143,10 @@ def _watch(m: Membership) -> None:
             st.rerun(scope="app")
         return
     if m.following and view.version != m.applied:
-        m.pending = view
+        m.pending, m.poll = view, view.poll
+        st.rerun(scope="app")
+    if view.poll != m.poll:                  # a poll opened, revealed or closed: shown to every student
+        m.poll = view.poll
         st.rerun(scope="app")
 
 
@@ -232,6 +240,7 @@ def _teacher_panel(m: Membership) -> None:
         st.code(join_url(m.code, m.secret), language=None)
     with st.sidebar:
         _teacher_count(m)
+    answers_download()
     if m.trouble:
         st.sidebar.warning(m.trouble, icon=":material/cloud_off:")
     if st.sidebar.button("End the class", icon=":material/stop_circle:", key="class-end"):
@@ -268,10 +277,139 @@ def _student_panel(m: Membership) -> None:
     if st.sidebar.button("Leave the class", key="class-quit"):
         _leave_class(f"You left class {classroom.pretty(m.code)}.")
         st.rerun()
-    with st.sidebar:
-        _follower_tick(m)
 
 
 @st.fragment(run_every=FOLLOW_SECONDS)
 def _follower_tick(m: Membership) -> None:
     _watch(m)
+
+
+# ---- polls -------------------------------------------------------------------------------------------
+NEXT_TOKEN = "next-token"
+QUESTIONS = {NEXT_TOKEN: "What comes next?"}
+
+
+def answer_hidden() -> bool:
+    """While the class answers "what comes next?", no page shows the answer (the translation, the
+    next-token chart, the search tree): not the students', not the projected teacher's."""
+    m = membership()
+    poll = None if m is None else (m.poll if not m.teacher else _teacher_poll_now(m))
+    return poll is not None and poll.kind == NEXT_TOKEN and not poll.revealed
+
+
+def _teacher_poll_now(m: Membership) -> Poll | None:
+    try:
+        m.poll = store().view(m.code).poll
+    except (ClassGone, StoreDown):
+        pass
+    return m.poll
+
+
+def offer_next_token_poll(sentence: str, prefix: str, candidates: list[tuple[str, float]], step: int) -> None:
+    """On the step page, for the teacher: ask the class which token comes next (the model's top
+    candidates, shuffled, without their probabilities; students may type their own word)."""
+    m = membership()
+    if m is None or not m.teacher or answer_hidden():
+        return
+    if st.button("Ask the class: what comes next?", icon=":material/how_to_vote:", key="class-ask-next"):
+        options = [token for token, _ in candidates]
+        order = secrets.SystemRandom().sample(options, len(options))
+        store().open_poll(m.code, m.secret, NEXT_TOKEN, {
+            "sentence": sentence, "prefix": prefix, "step": step, "options": order,
+            "model": {token: round(p, 4) for token, p in candidates}})
+        st.rerun(scope="app")
+
+
+def poll_area() -> None:
+    """At the top of the main area: the open poll (students answer it; the teacher watches answers
+    arrive, reveals, closes), and a follower's check of the class."""
+    m = membership()
+    if m is None or store() is None:
+        return
+    if not m.teacher:
+        _follower_tick(m)
+    poll = _teacher_poll_now(m) if m.teacher else m.poll
+    if poll is None:
+        return
+    with st.container(border=True, key="class-poll"):
+        question = poll.question
+        st.markdown(f"**{QUESTIONS.get(poll.kind, 'A question')}** “{question['sentence']}” → "
+                    f"`{question['prefix'] or '(the start)'}` …")
+        if poll.revealed:
+            _results(m, poll)
+        elif m.teacher:
+            _teacher_controls(m, poll)
+        else:
+            _answer(m, poll)
+
+
+def _answer(m: Membership, poll: Poll) -> None:
+    given = m.answered.get(poll.id)
+    if given is not None:
+        st.success(f"Your answer is in: **{given}**. The teacher will show the class's answers.")
+        return
+    options = poll.question["options"]
+    pick = st.pills("The next token", options, key=f"poll-pick-{poll.id}", format_func=_shown)
+    own = st.text_input("or type your own word", key=f"poll-own-{poll.id}", max_chars=40)
+    if st.button("Send my answer", key=f"poll-send-{poll.id}", type="primary", disabled=not (pick or own.strip())):
+        choice = own.strip() or pick
+        try:
+            accepted = store().answer(m.code, poll.id, m.student, choice)
+        except (ClassGone, StoreDown):
+            accepted = False
+        m.answered[poll.id] = choice
+        if not accepted:
+            st.warning("This poll no longer takes answers.")
+        st.rerun()
+
+
+def _teacher_controls(m: Membership, poll: Poll) -> None:
+    _answers_so_far(m, poll)
+    left, right = st.columns(2)
+    if left.button("Reveal the answers", icon=":material/bar_chart:", key="class-reveal", type="primary"):
+        store().reveal(m.code, m.secret)
+        st.rerun()
+    if right.button("Close the poll", key="class-close-poll"):
+        store().close_poll(m.code, m.secret)
+        st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def _answers_so_far(m: Membership, poll: Poll) -> None:
+    try:
+        n = len(store().answers(m.code, poll.id))
+    except (ClassGone, StoreDown):
+        return
+    st.caption(f":material/how_to_vote: {n} answer{'s' if n != 1 else ''} so far")
+
+
+def _results(m: Membership, poll: Poll) -> None:
+    import figures
+    answers = [a.choice for a in store().answers(m.code, poll.id)]
+    model = poll.question.get("model")
+    fig = figures.poll_results(poll.question["options"], answers, model,
+                               title="the class and the model" if model else "the class")
+    st.plotly_chart(fig, key=f"poll-results-{poll.id}", width="stretch", config={"displaylogo": False})
+    if m.teacher and st.button("Close the poll", key="class-close-poll"):
+        store().close_poll(m.code, m.secret)
+        st.rerun()
+
+
+def _shown(token: str) -> str:
+    import figures
+    return figures.label(token)
+
+
+def answers_download() -> None:
+    """The teacher's CSV of every poll's answers (kept until the class ends)."""
+    m = membership()
+    if m is None or not m.teacher:
+        return
+    try:
+        polls = store().polls(m.code)
+        text = classroom.answers_csv([(p, store().answers(m.code, p.id)) for p in polls])
+    except (ClassGone, StoreDown):
+        return
+    if polls:
+        st.sidebar.download_button("Download the answers (CSV)", text, file_name=f"class-{m.code}-answers.csv",
+                                   mime="text/csv", key="class-answers-csv", icon=":material/download:")

@@ -46,6 +46,7 @@ def run() -> None:
     settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)),
                        below_checkpoint=add_model_ui)
     classroom.sidebar()
+    classroom.poll_area()
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
         st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, AppTest, the teacher's page

@@ -81,6 +81,13 @@ def set_widget(name: str, value: Any) -> None:
     st.session_state[name] = value
 
 
+def forget(name: str) -> None:
+    """A setting back to its default (the widget's, which may be the model's own): owner and widget
+    both forget it. Only before its widget is drawn in this run."""
+    values().pop(name, None)
+    st.session_state.pop(name, None)
+
+
 def choose_next_run(name: str, value: Any) -> None:
     """Change a setting whose widget this run has already drawn: the owner takes the value and the
     widget's key is dropped, so that the next run (st.rerun) draws it with the owner's value."""

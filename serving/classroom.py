@@ -97,14 +97,15 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def answers_csv(poll: Poll, answers: list[Answer]) -> str:
-    """A poll's answers as CSV: one row per answer (anonymous ids), after the question."""
+def answers_csv(polls: list[tuple[Poll, list[Answer]]]) -> str:
+    """Polls' answers as CSV: one row per answer (anonymous ids), each with its poll's question."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["poll", "kind", "question", "student", "answer", "seconds after opening"])
-    question = json.dumps(poll.question, ensure_ascii=False, sort_keys=True)
-    for a in answers:
-        w.writerow([poll.id, poll.kind, question, a.student, a.choice, f"{a.seconds:.1f}"])
+    for poll, answers in polls:
+        question = json.dumps(poll.question, ensure_ascii=False, sort_keys=True)
+        for a in answers:
+            w.writerow([poll.id, poll.kind, question, a.student, a.choice, f"{a.seconds:.1f}"])
     return out.getvalue()
 
 

@@ -114,7 +114,8 @@ def test_a_poll_takes_one_anonymous_answer_per_student_until_revealed(store):
     store.close_poll(c.code, c.secret)
     assert store.view(c.code).poll is None
     assert [(p.id, p.revealed, p.open) for p in store.polls(c.code)] == [(poll.id, True, False)]
-    rows = list(csv.reader(io.StringIO(classroom.answers_csv(store.polls(c.code)[0], store.answers(c.code, poll.id)))))
+    rows = list(csv.reader(io.StringIO(classroom.answers_csv([(p, store.answers(c.code, p.id))
+                                                              for p in store.polls(c.code)]))))
     assert rows[0][:5] == ["poll", "kind", "question", "student", "answer"] and len(rows) == 3
     assert {r[4] for r in rows[1:]} == {"Hund", "Mann"}
 

@@ -172,3 +172,16 @@ def test_the_offset_profile_and_the_query_key_map():
     queries, keys = fig.data
     assert (len(queries.x), len(keys.x)) == (3, 2) and queries.text[1] == "&lt;b&gt;"
     assert queries.marker.symbol != keys.marker.symbol and queries.marker.color != keys.marker.color
+
+
+def test_a_poll_shows_the_class_beside_the_model():
+    fig = figures.poll_results(["▁Hund", "▁Mann", "▁Frau"], ["▁Mann", "▁Mann", "▁Hund", "Katze"],
+                               {"▁Hund": 0.1, "▁Mann": 0.7, "▁Frau": 0.05})
+    cls, model = fig.data
+    assert list(cls.x) == [0.25, 0.5, 0.0, 0.25]                  # shares, typed words pooled last
+    assert abs(sum(cls.x) - 1) < 1e-9 and "4 answers" in cls.name
+    assert list(model.x)[:3] == [0.1, 0.7, 0.05] and model.x[3] is None
+    assert fig.layout.yaxis.ticktext[-1] == "(their own word)"
+    assert cls.marker.color != model.marker.color and model.marker.pattern.shape == "/"   # not by hue alone
+    empty = figures.poll_results(["a", "b"], [])
+    assert list(empty.data[0].x) == [0.0, 0.0] and len(empty.data) == 1

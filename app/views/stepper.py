@@ -74,9 +74,16 @@ def stepping(ctx: Context) -> None:
     hyp = record.hypotheses[chosen]
     decode = ctx.checkpoint.tgt_tokenizer.decode
     st.markdown(f"**Step {t}** of {len(steps) - 1}. Output so far: `{decode(hyp.tokens) or '(nothing yet)'}`")
-    if settings.opts.method == "beam":
-        _beam_tree(ctx, steps, t, chosen)
-    _next_token(ctx, record, chosen)
+    pieces = ctx.checkpoint.tgt_tokenizer.pieces
+    classroom.offer_next_token_poll(ex.text, decode(hyp.tokens), [(pieces([tok])[0], p) for tok, p in hyp.top_k[:4]],
+                                    t)
+    if classroom.answer_hidden():
+        st.info("The next token, the search tree and the translation are hidden while the class answers "
+                "“What comes next?”.", icon=":material/visibility_off:")
+    else:
+        if settings.opts.method == "beam":
+            _beam_tree(ctx, steps, t, chosen)
+        _next_token(ctx, record, chosen)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
     classroom.end_of_run()   # a fragment's rerun does not reach main(), which writes the link otherwise

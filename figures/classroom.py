@@ -1,0 +1,36 @@
+"""A class's poll, answered: the class's answers beside the model's own probabilities."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from figures.common import MARGIN, axis, labels
+
+OTHER = "(their own word)"
+CLASS_COLOR, MODEL_COLOR = "#0072B2", "#E69F00"        # Okabe-Ito blue and orange: told apart without hue
+
+
+def poll_results(options: Sequence[str], answers: Sequence[str], model: Mapping[str, float] | None = None,
+                 title: str = "") -> go.Figure:
+    """Horizontal bars per option: the share of the class that chose it (answers not among the options
+    pooled as OTHER), and the model's probability of it when `model` gives one. Shares in [0, 1]."""
+    rows = list(options) + ([OTHER] if any(a not in options for a in answers) else [])
+    n = max(1, len(answers))
+    share = [sum(a == o for a in answers) / n for o in options] + \
+        ([sum(a not in options for a in answers) / n] if OTHER in rows else [])
+    at = list(range(len(rows)))
+    fig = go.Figure(go.Bar(name=f"class ({len(answers)} answer{'s' if len(answers) != 1 else ''})", x=share,
+                           y=at, orientation="h", marker=dict(color=CLASS_COLOR), text=[f"{s:.0%}" for s in share],
+                           textposition="outside", customdata=labels(rows),
+                           hovertemplate="%{customdata}: %{x:.0%} of the class<extra></extra>"))
+    if model is not None:
+        probs = [model.get(o, 0.0) for o in options] + ([None] if OTHER in rows else [])
+        fig.add_bar(name="model", x=probs, y=at, orientation="h", customdata=labels(rows),
+                    marker=dict(color=MODEL_COLOR, pattern_shape="/"),
+                    text=[f"{p:.0%}" if p is not None else "" for p in probs], textposition="outside",
+                    hovertemplate="%{customdata}: p = %{x:.3f}<extra></extra>")
+    fig.update_layout(title=title, barmode="group", yaxis=axis(rows, reverse=True),
+                      xaxis=dict(range=[0, 1.2], title="share of the class / probability", tickformat=".0%"),
+                      height=140 + 44 * len(rows), margin=MARGIN, legend=dict(orientation="h", y=-0.25))
+    return fig
