@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 
 import streamlit as st  # noqa: E402
 
-from app import classroom, links, pages, resources, state  # noqa: E402
+from app import classroom, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
 from app.settings import sidebar  # noqa: E402
 
@@ -46,7 +46,8 @@ def run() -> None:
     settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)),
                        below_checkpoint=add_model_ui)
     classroom.sidebar()
-    classroom.poll_area()
+    polls.answers_download()
+    polls.poll_area()
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
         st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, AppTest, the teacher's page

@@ -9,7 +9,7 @@ import json
 
 import streamlit as st
 
-from app import classroom, resources, state
+from app import polls, resources, state
 from app.settings import TEXT, Settings
 from model.attribution import attribution_json
 from model.checkpoint import Checkpoint
@@ -103,7 +103,7 @@ def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation 
     except InputError as exc:
         st.info(f"Nothing to show yet: {exc}.")
         return None
-    if classroom.answer_hidden():
+    if polls.answer_hidden():
         st.container(key="translation").markdown("### (the translation is hidden while the class answers)")
         return ex
     st.container(key="translation").markdown(f"### {ex.output or '(empty output)'}")

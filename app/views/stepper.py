@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import figures
-from app import classroom, state
+from app import classroom, polls, state
 from app.context import Context
 from app.settings import flag, setting, toggle
 from app.state import StepCursor
@@ -75,9 +75,9 @@ def stepping(ctx: Context) -> None:
     decode = ctx.checkpoint.tgt_tokenizer.decode
     st.markdown(f"**Step {t}** of {len(steps) - 1}. Output so far: `{decode(hyp.tokens) or '(nothing yet)'}`")
     pieces = ctx.checkpoint.tgt_tokenizer.pieces
-    classroom.offer_next_token_poll(ex.text, decode(hyp.tokens), [(pieces([tok])[0], p) for tok, p in hyp.top_k[:4]],
+    polls.offer_next_token_poll(ex.text, decode(hyp.tokens), [(pieces([tok])[0], p) for tok, p in hyp.top_k[:4]],
                                     t)
-    if classroom.answer_hidden():
+    if polls.answer_hidden():
         st.info("The next token, the search tree and the translation are hidden while the class answers "
                 "“What comes next?”.", icon=":material/visibility_off:")
     else:

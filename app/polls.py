@@ -1,0 +1,146 @@
+"""A class's polls, in the app: "What comes next?" on the step page (the shared part is
+serving/classroom.py; who leads and who follows is app/classroom.py).
+
+The teacher opens a poll from a page that has the question's material (the step page: the model's top
+candidates for the next token). Every member of the class sees it at the top of the main area:
+students answer once (an option, or a word of their own), the teacher watches answers arrive and
+reveals them, as the class's shares beside the model's probabilities, to everyone. While the poll is
+open no page shows its answer. The teacher downloads every poll's answers as CSV from the sidebar.
+"""
+from __future__ import annotations
+
+import secrets
+
+import streamlit as st
+
+import figures
+from app.classroom import Membership, follower_tick, membership, store
+from serving import classroom
+from serving.classroom import ClassGone, Poll, StoreDown
+
+NEXT_TOKEN = "next-token"
+QUESTIONS = {NEXT_TOKEN: "What comes next?"}
+
+
+def answer_hidden() -> bool:
+    """While the class answers "what comes next?", no page shows the answer (the translation, the
+    next-token chart, the search tree): not the students', not the projected teacher's."""
+    m = membership()
+    poll = None if m is None else (m.poll if not m.teacher else _teacher_poll_now(m))
+    return poll is not None and poll.kind == NEXT_TOKEN and not poll.revealed
+
+
+def _teacher_poll_now(m: Membership) -> Poll | None:
+    try:
+        m.poll = store().view(m.code).poll
+    except (ClassGone, StoreDown):
+        pass
+    return m.poll
+
+
+def offer_next_token_poll(sentence: str, prefix: str, candidates: list[tuple[str, float]], step: int) -> None:
+    """On the step page, for the teacher: ask the class which token comes next (the model's top
+    candidates, shuffled, without their probabilities; students may type their own word)."""
+    m = membership()
+    if m is None or not m.teacher or answer_hidden():
+        return
+    if st.button("Ask the class: what comes next?", icon=":material/how_to_vote:", key="class-ask-next"):
+        options = [token for token, _ in candidates]
+        order = secrets.SystemRandom().sample(options, len(options))
+        store().open_poll(m.code, m.secret, NEXT_TOKEN, {
+            "sentence": sentence, "prefix": prefix, "step": step, "options": order,
+            "model": {token: round(p, 4) for token, p in candidates}})
+        st.rerun(scope="app")
+
+
+def poll_area() -> None:
+    """At the top of the main area: the open poll (students answer it; the teacher watches answers
+    arrive, reveals, closes), and a follower's check of the class."""
+    m = membership()
+    if m is None or store() is None:
+        return
+    if not m.teacher:
+        follower_tick(m)
+    poll = _teacher_poll_now(m) if m.teacher else m.poll
+    if poll is None:
+        return
+    with st.container(border=True, key="class-poll"):
+        question = poll.question
+        st.markdown(f"**{QUESTIONS.get(poll.kind, 'A question')}** “{question['sentence']}” → "
+                    f"`{question['prefix'] or '(the start)'}` …")
+        if poll.revealed:
+            _results(m, poll)
+        elif m.teacher:
+            _teacher_controls(m, poll)
+        else:
+            _answer(m, poll)
+
+
+def _answer(m: Membership, poll: Poll) -> None:
+    given = m.answered.get(poll.id)
+    if given is not None:
+        st.success(f"Your answer is in: **{given}**. The teacher will show the class's answers.")
+        return
+    options = poll.question["options"]
+    pick = st.pills("The next token", options, key=f"poll-pick-{poll.id}", format_func=_shown)
+    own = st.text_input("or type your own word", key=f"poll-own-{poll.id}", max_chars=40)
+    if st.button("Send my answer", key=f"poll-send-{poll.id}", type="primary", disabled=not (pick or own.strip())):
+        choice = own.strip() or pick
+        try:
+            accepted = store().answer(m.code, poll.id, m.student, choice)
+        except (ClassGone, StoreDown):
+            accepted = False
+        m.answered[poll.id] = choice
+        if not accepted:
+            st.warning("This poll no longer takes answers.")
+        st.rerun()
+
+
+def _teacher_controls(m: Membership, poll: Poll) -> None:
+    _answers_so_far(m, poll)
+    left, right = st.columns(2)
+    if left.button("Reveal the answers", icon=":material/bar_chart:", key="class-reveal", type="primary"):
+        store().reveal(m.code, m.secret)
+        st.rerun()
+    if right.button("Close the poll", key="class-close-poll"):
+        store().close_poll(m.code, m.secret)
+        st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def _answers_so_far(m: Membership, poll: Poll) -> None:
+    try:
+        n = len(store().answers(m.code, poll.id))
+    except (ClassGone, StoreDown):
+        return
+    st.caption(f":material/how_to_vote: {n} answer{'s' if n != 1 else ''} so far")
+
+
+def _results(m: Membership, poll: Poll) -> None:
+    answers = [a.choice for a in store().answers(m.code, poll.id)]
+    model = poll.question.get("model")
+    fig = figures.poll_results(poll.question["options"], answers, model,
+                               title="the class and the model" if model else "the class")
+    st.plotly_chart(fig, key=f"poll-results-{poll.id}", width="stretch", config={"displaylogo": False})
+    if m.teacher and st.button("Close the poll", key="class-close-poll"):
+        store().close_poll(m.code, m.secret)
+        st.rerun()
+
+
+def _shown(token: str) -> str:
+    return figures.label(token)
+
+
+def answers_download() -> None:
+    """The teacher's CSV of every poll's answers (kept until the class ends)."""
+    m = membership()
+    if m is None or not m.teacher:
+        return
+    try:
+        polls = store().polls(m.code)
+        text = classroom.answers_csv([(p, store().answers(m.code, p.id)) for p in polls])
+    except (ClassGone, StoreDown):
+        return
+    if polls:
+        st.sidebar.download_button("Download the answers (CSV)", text, file_name=f"class-{m.code}-answers.csv",
+                                   mime="text/csv", key="class-answers-csv", icon=":material/download:")
