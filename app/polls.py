@@ -18,16 +18,17 @@ from app.classroom import Membership, follower_tick, membership, store
 from serving import classroom
 from serving.classroom import ClassGone, Poll, StoreDown
 
-NEXT_TOKEN = "next-token"
-QUESTIONS = {NEXT_TOKEN: "What comes next?"}
+NEXT_TOKEN, HEAD_TARGET = "next-token", "head-target"
+PICK_LABEL = {NEXT_TOKEN: "The next token", HEAD_TARGET: "The source token it looks at most"}
 
 
-def answer_hidden() -> bool:
-    """While the class answers "what comes next?", no page shows the answer (the translation, the
-    next-token chart, the search tree): not the students', not the projected teacher's."""
+def answer_hidden(kind: str) -> bool:
+    """While the class answers a poll of `kind`, no page shows its answer (for "what comes next?":
+    the translation, the next-token chart, the search tree; for "where will this head look?": the
+    attention maps): not on the students' screens, not on the projected teacher's."""
     m = membership()
     poll = None if m is None else (m.poll if not m.teacher else _teacher_poll_now(m))
-    return poll is not None and poll.kind == NEXT_TOKEN and not poll.revealed
+    return poll is not None and poll.kind == kind and not poll.revealed
 
 
 def _teacher_poll_now(m: Membership) -> Poll | None:
@@ -38,19 +39,35 @@ def _teacher_poll_now(m: Membership) -> Poll | None:
     return m.poll
 
 
-def offer_next_token_poll(sentence: str, prefix: str, candidates: list[tuple[str, float]], step: int) -> None:
-    """On the step page, for the teacher: ask the class which token comes next (the model's top
-    candidates, shuffled, without their probabilities; students may type their own word)."""
+def _offer(kind: str, label: str, question: dict) -> None:
+    """For the teacher, with no poll open: a button that opens this one."""
     m = membership()
-    if m is None or not m.teacher or answer_hidden():
+    if m is None or not m.teacher or _teacher_poll_now(m) is not None:
         return
-    if st.button("Ask the class: what comes next?", icon=":material/how_to_vote:", key="class-ask-next"):
-        options = [token for token, _ in candidates]
-        order = secrets.SystemRandom().sample(options, len(options))
-        store().open_poll(m.code, m.secret, NEXT_TOKEN, {
-            "sentence": sentence, "prefix": prefix, "step": step, "options": order,
-            "model": {token: round(p, 4) for token, p in candidates}})
+    if st.button(label, icon=":material/how_to_vote:", key=f"class-ask-{kind}"):
+        store().open_poll(m.code, m.secret, kind, question)
         st.rerun(scope="app")
+
+
+def offer_next_token_poll(sentence: str, prefix: str, candidates: list[tuple[str, float]], step: int) -> None:
+    """The step page: which token comes next? The model's top candidates, shuffled, without their
+    probabilities; students may also type a word of their own."""
+    options = [token for token, _ in candidates]
+    _offer(NEXT_TOKEN, "Ask the class: what comes next?", {
+        "prompt": f"**What comes next?** “{sentence}” → `{prefix or '(the start)'}` …", "step": step,
+        "options": secrets.SystemRandom().sample(options, len(options)), "free_text": True,
+        "model": {token: round(p, 4) for token, p in candidates}})
+
+
+def offer_head_target_poll(sentence: str, kind_label: str, layer: int, head: int, query: str,
+                           keys: list[str], weights: list[float]) -> None:
+    """The explorer, a row highlighted: which source token will this head look at most from it?
+    Students click one of the keys (in sentence order, numbered: a word may come twice)."""
+    options = [f"{i}: {k}" for i, k in enumerate(keys)]
+    _offer(HEAD_TARGET, "Ask the class: where will this head look?", {
+        "prompt": f"**Where will head {head} of layer {layer} look most** ({kind_label}) from "
+                  f"“{figures.label(query)}”, in “{sentence}”?", "options": options, "free_text": False,
+        "model": {o: round(float(w), 4) for o, w in zip(options, weights)}})
 
 
 def poll_area() -> None:
@@ -65,9 +82,7 @@ def poll_area() -> None:
     if poll is None:
         return
     with st.container(border=True, key="class-poll"):
-        question = poll.question
-        st.markdown(f"**{QUESTIONS.get(poll.kind, 'A question')}** “{question['sentence']}” → "
-                    f"`{question['prefix'] or '(the start)'}` …")
+        st.markdown(poll.question["prompt"])
         if poll.revealed:
             _results(m, poll)
         elif m.teacher:
@@ -82,8 +97,10 @@ def _answer(m: Membership, poll: Poll) -> None:
         st.success(f"Your answer is in: **{given}**. The teacher will show the class's answers.")
         return
     options = poll.question["options"]
-    pick = st.pills("The next token", options, key=f"poll-pick-{poll.id}", format_func=_shown)
-    own = st.text_input("or type your own word", key=f"poll-own-{poll.id}", max_chars=40)
+    pick = st.pills(PICK_LABEL.get(poll.kind, "Your answer"), options, key=f"poll-pick-{poll.id}",
+                    format_func=_shown)
+    own = st.text_input("or type your own word", key=f"poll-own-{poll.id}", max_chars=40) \
+        if poll.question.get("free_text") else ""
     if st.button("Send my answer", key=f"poll-send-{poll.id}", type="primary", disabled=not (pick or own.strip())):
         choice = own.strip() or pick
         try:
@@ -128,7 +145,8 @@ def _results(m: Membership, poll: Poll) -> None:
 
 
 def _shown(token: str) -> str:
-    return figures.label(token)
+    """An option as a pill shows it: as typed (a pill is text, not HTML: nothing to escape)."""
+    return token
 
 
 def answers_download() -> None:

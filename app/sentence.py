@@ -103,7 +103,7 @@ def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation 
     except InputError as exc:
         st.info(f"Nothing to show yet: {exc}.")
         return None
-    if polls.answer_hidden():
+    if polls.answer_hidden(polls.NEXT_TOKEN):
         st.container(key="translation").markdown("### (the translation is hidden while the class answers)")
         return ex
     st.container(key="translation").markdown(f"### {ex.output or '(empty output)'}")

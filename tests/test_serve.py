@@ -230,6 +230,25 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
     _shows(leaver, "Step 3 of")
     assert _sentence(leaver) == "the dog runs in the park"
 
+    teacher.get_by_role("button", name="Ask the class: what comes next?").click()     # a poll
+    settle(teacher)
+    assert teacher.locator(".st-key-translation").inner_text().startswith("(the translation is hidden")
+    for i, s in enumerate(students):
+        s.wait_for_selector(".st-key-class-poll [data-testid='stButtonGroup']", timeout=10_000)
+        settle(s)
+        assert "hidden while the class answers" in s.locator("body").inner_text()
+        s.locator(".st-key-class-poll [data-testid='stButtonGroup'] button").nth(i).click()
+        settle(s)
+        s.get_by_role("button", name="Send my answer").click()
+        settle(s)
+        assert "Your answer is in" in s.locator(".st-key-class-poll").inner_text()
+    _shows(teacher, "2 answers so far")
+    teacher.get_by_role("button", name="Reveal the answers").click()
+    settle(teacher)
+    for s in students:
+        s.wait_for_selector(".st-key-class-poll .js-plotly-plot", timeout=10_000)
+        assert "class (2 answers)" in s.locator(".st-key-class-poll").inner_text()
+
     forger = _on(browser, url, "app2", f"/?class={code}&teacher=not-{secret[:6]}", ".st-key-page-overview")
     assert "This teacher link is not valid" in forger.locator("body").inner_text()
     assert forger.get_by_role("button", name="End the class").count() == 0

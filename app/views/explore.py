@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 import figures
+from app import polls
 from app.context import Context
 from app.settings import index, layer_head, radio, selectbox, setting
 from app.ui import chart, csv_button, tokens_for
@@ -32,6 +33,13 @@ def render(ctx: Context) -> None:
     layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
     picked = selectbox(c3, QUERY, "Highlight the row of token", [None, *range(len(rows))],
                        format_func=lambda i: "(none)" if i is None else f"{i}: {rows[i]}")
+    if picked is not None:
+        polls.offer_head_target_poll(ex.text, kind.label, layer, head, rows[picked], cols,
+                                     attn[layer, head, picked].tolist())
+    if polls.answer_hidden(polls.HEAD_TARGET):
+        st.info("The attention maps are hidden while the class answers “Where will this head look?”.",
+                icon=":material/visibility_off:")
+        return
     left, right = st.columns([3, 2])
     grid = ctx.figure("grid", (name, picked), lambda: figures.attention_grid(
         attn, rows, cols, title=f"{kind.label}: every layer × head", highlight_row=picked))

@@ -77,7 +77,7 @@ def stepping(ctx: Context) -> None:
     pieces = ctx.checkpoint.tgt_tokenizer.pieces
     polls.offer_next_token_poll(ex.text, decode(hyp.tokens), [(pieces([tok])[0], p) for tok, p in hyp.top_k[:4]],
                                     t)
-    if polls.answer_hidden():
+    if polls.answer_hidden(polls.NEXT_TOKEN):
         st.info("The next token, the search tree and the translation are hidden while the class answers "
                 "“What comes next?”.", icon=":material/visibility_off:")
     else:
