@@ -133,7 +133,6 @@ def _watch(m: Membership) -> None:
             s.check_in(m.code, m.student)
             m.checked_in = now
         view = s.view(m.code)
-        m.trouble = None
     except ClassGone:
         _leave_class(f"Class {classroom.pretty(m.code)} has ended.")
         st.rerun(scope="app")
@@ -142,6 +141,9 @@ def _watch(m: Membership) -> None:
             m.trouble = "The class cannot be reached right now: you are on your own until it is back."
             st.rerun(scope="app")
         return
+    if m.trouble is not None:                # back: the notice goes, following resumes below
+        m.trouble = None
+        st.rerun(scope="app")
     if m.following and view.version != m.applied:
         m.pending, m.poll = view, view.poll
         st.rerun(scope="app")
@@ -159,11 +161,17 @@ def after_run(page: str | None, params: dict[str, str]) -> None:
     if m.teacher:
         try:
             store().publish(m.code, m.secret, page, params)
-            m.trouble = None
         except (ClassGone, NotTeacher):
             state.hold(state.CLASS, None)
+            return
         except StoreDown:
-            m.trouble = "The class cannot be reached right now: your students keep the last page they saw."
+            if m.trouble is None:            # said in the sidebar, drawn again
+                m.trouble = "The class cannot be reached right now: your students keep the last page they saw."
+                st.rerun(scope="app")
+            return
+        if m.trouble is not None:
+            m.trouble = None
+            st.rerun(scope="app")
         return
     if m.following and (page, params) != m.baseline:      # the teacher's view, drawn here, gives the
         m.following = False                                # same link: any difference is the student's
@@ -217,7 +225,11 @@ def sidebar() -> None:
 def _start_or_join() -> None:
     if st.sidebar.button("Start a class", icon=":material/co_present:", key="class-start",
                          help="your students' screens follow yours: page, sentence, settings, step"):
-        started = store().start(state.held(state.PAGE) or "overview", {})
+        try:
+            started = store().start(state.held(state.PAGE) or "overview", {})
+        except StoreDown:
+            st.sidebar.error("The class server cannot be reached right now; try again in a minute.")
+            return
         state.hold(state.CLASS, Membership(started.code, started.secret))
         st.rerun()
     with st.sidebar.popover("Join a class", icon=":material/group_add:"):

@@ -16,7 +16,7 @@ import streamlit as st
 import figures
 from app.classroom import Membership, follower_tick, membership, store
 from serving import classroom
-from serving.classroom import ClassGone, Poll, StoreDown
+from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown
 
 NEXT_TOKEN, HEAD_TARGET = "next-token", "head-target"
 PICK_LABEL = {NEXT_TOKEN: "The next token", HEAD_TARGET: "The source token it looks at most"}
@@ -45,8 +45,18 @@ def _offer(kind: str, label: str, question: dict) -> None:
     if m is None or not m.teacher or _teacher_poll_now(m) is not None:
         return
     if st.button(label, icon=":material/how_to_vote:", key=f"class-ask-{kind}"):
-        store().open_poll(m.code, m.secret, kind, question)
-        st.rerun(scope="app")
+        if _teacher_acts(m, lambda: store().open_poll(m.code, m.secret, kind, question)):
+            st.rerun(scope="app")
+
+
+def _teacher_acts(m: Membership, act) -> bool:
+    """Do what the teacher asked of the class; False (said) when the class cannot be reached."""
+    try:
+        act()
+        return True
+    except (ClassGone, NotTeacher, StoreDown):
+        st.error("The class cannot be reached right now; try again in a moment.", icon=":material/cloud_off:")
+        return False
 
 
 def offer_next_token_poll(sentence: str, prefix: str, candidates: list[tuple[str, float]], step: int) -> None:
@@ -117,11 +127,11 @@ def _teacher_controls(m: Membership, poll: Poll) -> None:
     _answers_so_far(m, poll)
     left, right = st.columns(2)
     if left.button("Reveal the answers", icon=":material/bar_chart:", key="class-reveal", type="primary"):
-        store().reveal(m.code, m.secret)
-        st.rerun()
+        if _teacher_acts(m, lambda: store().reveal(m.code, m.secret)):
+            st.rerun()
     if right.button("Close the poll", key="class-close-poll"):
-        store().close_poll(m.code, m.secret)
-        st.rerun()
+        if _teacher_acts(m, lambda: store().close_poll(m.code, m.secret)):
+            st.rerun()
 
 
 @st.fragment(run_every=1.0)
@@ -134,14 +144,18 @@ def _answers_so_far(m: Membership, poll: Poll) -> None:
 
 
 def _results(m: Membership, poll: Poll) -> None:
-    answers = [a.choice for a in store().answers(m.code, poll.id)]
+    try:
+        answers = [a.choice for a in store().answers(m.code, poll.id)]
+    except (ClassGone, StoreDown):
+        st.caption("The answers cannot be read right now.")
+        return
     model = poll.question.get("model")
     fig = figures.poll_results(poll.question["options"], answers, model,
                                title="the class and the model" if model else "the class")
     st.plotly_chart(fig, key=f"poll-results-{poll.id}", width="stretch", config={"displaylogo": False})
     if m.teacher and st.button("Close the poll", key="class-close-poll"):
-        store().close_poll(m.code, m.secret)
-        st.rerun()
+        if _teacher_acts(m, lambda: store().close_poll(m.code, m.secret)):
+            st.rerun()
 
 
 def _shown(token: str) -> str:

@@ -231,13 +231,17 @@ def admission_gate() -> Gate:
 
 
 # ---- classes (serving/classroom.py) --------------------------------------------------------------
-@st.cache_resource(show_spinner=False)
 def class_store() -> classroom.ClassStore | None:
     """Where this process's classes live: Redis when $TRANSFORMER_REDIS names it (`make serve`:
     every process sees every class), else this process's memory; None when class mode is off."""
-    if not config().classes:
+    return _class_store(config().redis, config().classes)
+
+
+@st.cache_resource(show_spinner=False)
+def _class_store(redis: str | None, on: bool) -> classroom.ClassStore | None:
+    if not on:
         return None
-    return classroom.RedisStore(config().redis) if config().redis else classroom.MemoryStore()
+    return classroom.RedisStore(redis) if redis else classroom.MemoryStore()
 
 
 # ---- the training lab --------------------------------------------------------------------------

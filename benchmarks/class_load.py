@@ -87,7 +87,7 @@ def server_processes():
     out = []
     for p in psutil.process_iter(["cmdline", "name"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if ("streamlit" in cmd and "app/main.py" in cmd) or p.info["name"] == "haproxy":
+        if ("streamlit" in cmd and "app/main.py" in cmd) or p.info["name"] in ("haproxy", "redis-server"):
             out.append(p)
     return out
 

@@ -89,6 +89,10 @@ class Student:
         self.saw_wait = False
         self.ws = None
         self.reader: asyncio.Task | None = None
+        self.auto_reruns: dict[str, float] = {}      # fragment id -> seconds (st.fragment(run_every=...))
+        self.link = ""                               # the query string the app last wrote to the address bar
+        self.link_seen: list[tuple[float, str]] = []   # (when, query string), each time the app wrote one
+        self.first_seen: dict[str, float] = {}       # widget / chart key -> when the page first showed it
 
     async def open(self, static: list[str] = ()) -> float:
         """Connect as a browser does; returns the seconds spent on HTTP before the websocket."""
@@ -148,7 +152,13 @@ class Student:
             self.page_hash = msg.new_session.page_script_hash
             if not self.fragment_run:          # a fragment's rerun redraws only the fragment
                 self.widgets.clear(), self.blocks.clear(), self.markdown.clear()
+                self.auto_reruns.clear()       # a whole run registers its timed fragments again
             self.exceptions.clear()
+        elif kind == "auto_rerun":
+            self.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+        elif kind == "page_info_changed":
+            self.link = msg.page_info_changed.query_string
+            self.link_seen.append((time.monotonic(), self.link))
         elif kind == "delta":
             self._delta(tuple(msg.metadata.delta_path), msg.delta)
         elif kind == "script_finished" and self.done is not None and not self.done.done():
@@ -173,6 +183,7 @@ class Student:
         if "id" in proto.DESCRIPTOR.fields_by_name and proto.id.startswith("$$ID-") and proto.id.count("-") >= 2:
             key = proto.id.split("-", 2)[2]
             self.widgets[key] = (proto.id, proto)
+            self.first_seen.setdefault(key, time.monotonic())
             self.fragments[key] = delta.fragment_id
 
     def translation(self) -> str | None:
@@ -225,6 +236,11 @@ class Student:
         options = list(proto.options)
         current = options[proto.default] if proto.default < len(options) else None
         return WidgetState(id=element_id, string_value=rng.choice([o for o in options if o != current] or options))
+
+    def type(self, key: str, text: str):
+        """A WidgetState typing `text` into the text input `key`."""
+        WidgetState = _pb()[4]
+        return WidgetState(id=self.widgets[key][0], string_value=text)
 
     def press(self, key: str):
         WidgetState = _pb()[4]

@@ -162,3 +162,53 @@ def test_redis_out_of_reach_is_said_not_raised_as_anything_else():
         store.view("ABCDEFGH")
     with pytest.raises(StoreDown):
         store.start("overview", {})
+
+
+# ---------------------------------------------------------------- in the app (AppTest: one process)
+
+def _redis(port: int, folder) -> subprocess.Popen:
+    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+                             "--dir", str(folder)], stdout=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while not RedisStore(f"redis://127.0.0.1:{port}/0").ping():
+        assert time.time() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.skipif(REDIS is None, reason="redis-server not installed (apt-get install -y redis-server)")
+def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_checkpoints, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP
+    port = free_port()
+    server = _redis(port, tmp_path)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    monkeypatch.setenv("TRANSFORMER_REDIS", f"redis://127.0.0.1:{port}/0")
+    teacher = AppTest.from_file(APP, default_timeout=120).run()
+    teacher.button(key="class-start").click().run()
+    code = teacher.session_state["class"].code
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params["class"] = code
+    student.run()
+    assert "Following the teacher" in [s.value for s in student.sidebar.success][0]
+
+    server.terminate()
+    server.wait(timeout=10)
+    teacher.text_input(key="text").input("the dog runs in the park").run()
+    student.run()
+    for at in (teacher, student):
+        assert not at.exception
+        assert any("cannot be reached" in w.value for w in at.sidebar.warning), [w.value for w in at.sidebar.warning]
+
+    server = _redis(port, tmp_path)                       # back, with its data (append-only file)
+    try:
+        teacher.text_input(key="text").input("a woman sits on a red ball").run()
+        student.run()                                      # the notice goes...
+        student.run()                                      # ...and the teacher's view comes
+        assert student.session_state["text"] == "a woman sits on a red ball"
+        assert not student.sidebar.warning and not student.exception
+        assert student.session_state["class"].following
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
