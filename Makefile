@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml Makefile
 app: $(STAMP)
 	$(PY) -m streamlit run app/main.py --server.port $(PORT) --browser.gatherUsageStats false
 
-# A class: one app process per core behind HAProxy (apt-get install -y haproxy).
+# A class: one app process per core behind HAProxy (apt-get install -y haproxy), classes in Redis
+# (apt-get install -y redis-server; the launcher starts it).
 # BIND=0.0.0.0:8501 to reach it from the network; see python -m serving.launcher --help.
 BIND ?= 127.0.0.1:$(PORT)
 serve: $(STAMP)
