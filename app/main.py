@@ -64,4 +64,5 @@ def main() -> None:
         classroom.end_of_run(completed)
 
 
-main()
+if __name__ == "__main__":   # Streamlit runs this file as __main__; a training lab's spawned process
+    main()                   # imports it as __mp_main__ and must not draw the whole app again

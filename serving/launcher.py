@@ -172,7 +172,7 @@ class Launcher:
         self.redis_command = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
                               "yes", "--dir", folder, "--protected-mode", "yes"]
         self.redis = subprocess.Popen(self.redis_command, stdout=subprocess.DEVNULL)
-        _wait_for_port(port)
+        self.wait_for_port(port)
         self.env["TRANSFORMER_REDIS"] = f"redis://127.0.0.1:{port}/0"
         if self.args.backend:
             print("note: the app servers named with --backend cannot reach this machine's loopback Redis: "
@@ -228,6 +228,19 @@ class Launcher:
         t.start()
         return t
 
+    def wait_for_port(self, port: int, timeout: float = 10.0) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.stopping:                       # SIGTERM / Ctrl-C while starting: stop() has run
+                sys.exit(0)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        sys.exit(f"error: redis-server did not start on port {port}")
+
     def wait_healthy(self, timeout: float = 180) -> None:
         deadline = time.time() + timeout
         while not all(healthy(p, self.address) for p in self.ports):
@@ -273,17 +286,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, timeout: float = 10.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"error: redis-server did not start on port {port}")
 
 
 def _host_port(text: str) -> tuple[str, int]:

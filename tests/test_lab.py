@@ -4,6 +4,8 @@ from __future__ import annotations
 import datetime
 import multiprocessing
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -20,7 +22,7 @@ from model.tasks import TaskSpec
 from model.trace import Recording, Trace
 from model.training import Schedule, StepSettings, loss_and_tokens, own_predictions, train_step
 from serving.lab_jobs import Scheduler
-from tests.support import random_batch, tiny_model
+from tests.support import ROOT, random_batch, tiny_model
 
 # A small reverse task that a 1+1-layer model learns in a few hundred steps (~3 s on one core).
 SMALL = LabSettings(task=TaskSpec("reverse", 3, 5, 6), d_model=32, n_heads=2, n_layers=1, d_ff=64,
@@ -440,3 +442,13 @@ def test_a_run_keeps_training_while_its_owner_visits_other_pages(app_checkpoints
     if not at.button(key="lab_stop").disabled:
         at.button(key="lab_stop").click().run()
     _wait(lambda: not job.active, timeout=30)
+
+
+def test_a_spawned_training_process_does_not_run_the_app_again():
+    """The lab trains in a spawned process, which imports the parent's main script as __mp_main__:
+    app/main.py must then draw nothing (it once ran the whole app there, in bare mode, writing a
+    warning per element to the server's output)."""
+    done = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path('app/main.py', run_name='__mp_main__')"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "ScriptRunContext" not in done.stderr and "ScriptRunContext" not in done.stdout

@@ -310,8 +310,8 @@ def test_without_haproxy_one_process_serves_on_the_bind_address_and_stops_at_onc
 
     port = free_port()
     launcher = launch(port)
-    while not psutil.Process(launcher.pid).children():          # the app started, not answering yet
-        time.sleep(0.05)
+    while not any("streamlit" in " ".join(c.cmdline()) for c in psutil.Process(launcher.pid).children()):
+        time.sleep(0.05)                                        # the app started, not answering yet
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=20) == 0
     time.sleep(0.5)
