@@ -12,7 +12,7 @@ class every 0.5 s, the teacher counts followers every 2 s). Then:
   idle     --idle seconds of following with nothing changing: the server's CPU (app processes,
            HAProxy, Redis) over that time, in cores
   poll     the teacher opens "What comes next?", every follower types an answer, the teacher
-           reveals: per follower, from the reveal's run finishing to its page first showing the chart
+           reveals: per follower, from the teacher's click to its page first showing the chart
 Errors: runs that did not finish, exception elements, followers that never caught up.
 """
 from __future__ import annotations
@@ -125,7 +125,8 @@ async def measure(args) -> dict:
         await f.run("type", [f.s.type(own, f"Wort{n}")])
         send = next(k for k in f.s.widgets if k.startswith("poll-send-"))
         await f.run("answer", [f.s.press(send)])
-    revealed = await teacher.run("reveal", [teacher.s.press("class-reveal")])
+    revealed = time.monotonic()                    # the click: the reveal is stored as the teacher's run starts
+    await teacher.run("reveal", [teacher.s.press("class-reveal")])
     await wait_for(lambda: all(any(k.startswith("poll-results-") for k in f.s.widgets) for f in followers),
                    args.timeout)
     reveal = [min(t for k, t in f.s.first_seen.items() if k.startswith("poll-results-")) - revealed

@@ -212,3 +212,28 @@ def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_chec
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_the_teacher_link_leads_again_from_another_tab_and_the_join_link_never_does(app_checkpoints, monkeypatch):
+    """The teacher's tab closed: the teacher link (code and secret) opens a session that leads the same
+    class; students keep following it. The join link (the code alone) only follows."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    first = AppTest.from_file(APP, default_timeout=120).run()
+    first.button(key="class-start").click().run()
+    m = first.session_state["class"]
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params["class"] = m.code
+    student.run()
+    again = AppTest.from_file(APP, default_timeout=120)              # a new tab, from the teacher link
+    again.query_params["class"], again.query_params["teacher"] = m.code, m.secret
+    again.run()
+    assert again.session_state["class"].teacher and again.session_state["class"].code == m.code
+    assert any(b.key == "class-end" for b in again.sidebar.button)
+    again.text_input(key="text").input("the cat sits on a red ball").run()
+    student.run()
+    assert student.session_state["text"] == "the cat sits on a red ball"
+    assert not student.session_state["class"].teacher and "teacher" not in student.query_params
+    assert not any(b.key == "class-end" for b in student.sidebar.button)
