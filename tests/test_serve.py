@@ -187,9 +187,10 @@ def _type_sentence(page, text: str) -> None:
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
 def test_a_class_follows_its_teacher_across_processes(proxy, browser):
     """A teacher on one app process, students on both, the class in Redis: the students follow a new
-    sentence, a page and a step; one leaves and follows again; a forged teacher link leads nothing;
-    a second class beside the first sees none of it."""
-    url, _ = proxy
+    sentence, a page and a step; one leaves and follows again; a poll is answered and revealed; a forged
+    teacher link leads nothing; a second class beside the first sees none of it; a student whose app
+    process dies comes back following."""
+    url, ports = proxy
     teacher = _on(browser, url, "app1", "/", ".st-key-page-overview")
     teacher.get_by_role("button", name="Start a class").click()
     settle(teacher)
@@ -264,6 +265,11 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
     other_student.wait_for_timeout(1500)
     assert other_student.locator(".st-key-page-overview").count() == 1 and _sentence(other_student) != \
         "a woman sits on a red ball"
+    os.kill(_app_pid(ports[1]), signal.SIGKILL)          # the process of one student (app2) dies
+    leaver.wait_for_timeout(3000)                        # its page reconnects, through the proxy, to app1
+    _type_sentence(teacher, "two dogs play in the snow")
+    _gets_sentence(leaver, "two dogs play in the snow")   # ...and follows the class again, by itself
+    assert "Following the teacher" in _sidebar(leaver)
     for page in (teacher, *students, forger, other, other_student):
         assert page.locator("[data-testid='stException']").count() == 0
         page.context.close()
