@@ -46,6 +46,7 @@ class Membership:
     checked_in: float = 0.0
     trouble: str | None = None               # the store out of reach, said
     poll: Poll | None = None                 # the class's open poll, as last seen
+    show_code: bool = False                  # the teacher shows the join code big, above the page
     answered: dict[str, str] = field(default_factory=dict)   # poll id -> this student's answer
 
     @property
@@ -246,6 +247,7 @@ def _teacher_panel(m: Membership) -> None:
     url = join_url(m.code)
     st.sidebar.markdown(f"**Class {classroom.pretty(m.code)}**: students open [{url}]({url}) "
                         f"or type the code.")
+    m.show_code = st.sidebar.toggle("Show the code big, for the projector", value=m.show_code, key="class-show-code")
     with st.sidebar.expander("QR code and teacher link"):
         st.image(qr_png(url), caption=f"class {classroom.pretty(m.code)}", width=220)
         st.markdown("Keep this **teacher link** to lead the class again from another tab (do not project it):")
@@ -294,3 +296,16 @@ def _student_panel(m: Membership) -> None:
 def follower_tick(m: Membership) -> None:
     """Drawn once per run (in the main area, app/polls.py): a follower's check of the class."""
     _watch(m)
+
+
+def join_banner() -> None:
+    """Above the teacher's page, when asked: the code in large type and the QR code, to project."""
+    m = membership()
+    if m is None or not m.teacher or not m.show_code:
+        return
+    with st.container(border=True, key="class-banner"):
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        left.markdown(f"Join the class at **{join_url(m.code)}**, or scan the code, or type:")
+        left.markdown(f"<div style='font-size:4.5rem;font-weight:700;letter-spacing:0.15em'>"
+                      f"{classroom.pretty(m.code)}</div>", unsafe_allow_html=True)
+        right.image(qr_png(join_url(m.code)), width=320)

@@ -47,6 +47,7 @@ def run() -> None:
                        below_checkpoint=add_model_ui)
     classroom.sidebar()
     polls.answers_download()
+    classroom.join_banner()
     polls.poll_area()
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
