@@ -107,12 +107,14 @@ def _answer(m: Membership, poll: Poll) -> None:
         st.success(f"Your answer is in: **{given}**. The teacher will show the class's answers.")
         return
     options = poll.question["options"]
-    pick = st.pills(PICK_LABEL.get(poll.kind, "Your answer"), options, key=f"poll-pick-{poll.id}",
-                    format_func=_shown)
+    pick = st.pills(PICK_LABEL.get(poll.kind, "Your answer"), options, key=f"poll-pick-{poll.id}")
     own = st.text_input("or type your own word", key=f"poll-own-{poll.id}", max_chars=40) \
         if poll.question.get("free_text") else ""
-    if st.button("Send my answer", key=f"poll-send-{poll.id}", type="primary", disabled=not (pick or own.strip())):
+    if st.button("Send my answer", key=f"poll-send-{poll.id}", type="primary"):
         choice = own.strip() or pick
+        if not choice:
+            st.warning("Pick one first" + (", or type a word." if poll.question.get("free_text") else "."))
+            return
         try:
             accepted = store().answer(m.code, poll.id, m.student, choice)
         except (ClassGone, StoreDown):
@@ -156,11 +158,6 @@ def _results(m: Membership, poll: Poll) -> None:
     if m.teacher and st.button("Close the poll", key="class-close-poll"):
         if _teacher_acts(m, lambda: store().close_poll(m.code, m.secret)):
             st.rerun()
-
-
-def _shown(token: str) -> str:
-    """An option as a pill shows it: as typed (a pill is text, not HTML: nothing to escape)."""
-    return token
 
 
 def answers_download() -> None:
