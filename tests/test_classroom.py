@@ -237,3 +237,24 @@ def test_the_teacher_link_leads_again_from_another_tab_and_the_join_link_never_d
     assert student.session_state["text"] == "the cat sits on a red ball"
     assert not student.session_state["class"].teacher and "teacher" not in student.query_params
     assert not any(b.key == "class-end" for b in student.sidebar.button)
+
+
+def test_the_overview_block_and_the_lesson_step_are_followed_too(app_checkpoints, monkeypatch):
+    """Every setting a link carries is followed: here the overview's block, the page, the lesson's step."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP, goto, page_of
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    teacher = AppTest.from_file(APP, default_timeout=120).run()
+    teacher.button(key="class-start").click().run()
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params["class"] = teacher.session_state["class"].code
+    student.run()
+    teacher.selectbox(key="ov_block").select("decoder.cross_attn").run()
+    student.run()
+    assert student.session_state["ov_block"] == "decoder.cross_attn"
+    goto(teacher, "lesson")
+    teacher.selectbox(key="lesson_step").select(3).run()
+    student.run()
+    assert student.session_state["lesson_step"] == 3 and student.session_state["class"].following
+    assert page_of(student) == "lesson" and not student.exception
