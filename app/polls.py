@@ -26,8 +26,7 @@ def answer_hidden(kind: str) -> bool:
     """While the class answers a poll of `kind`, no page shows its answer (for "what comes next?":
     the translation, the next-token chart, the search tree; for "where will this head look?": the
     attention maps): not on the students' screens, not on the projected teacher's."""
-    m = membership()
-    poll = None if m is None else (m.poll if not m.teacher else _teacher_poll_now(m))
+    poll = None if membership() is None else membership().poll    # read once per run, in poll_area
     return poll is not None and poll.kind == kind and not poll.revealed
 
 
@@ -42,7 +41,7 @@ def _teacher_poll_now(m: Membership) -> Poll | None:
 def _offer(kind: str, label: str, question: dict) -> None:
     """For the teacher, with no poll open: a button that opens this one."""
     m = membership()
-    if m is None or not m.teacher or _teacher_poll_now(m) is not None:
+    if m is None or not m.teacher or m.poll is not None:
         return
     if st.button(label, icon=":material/how_to_vote:", key=f"class-ask-{kind}"):
         if _teacher_acts(m, lambda: store().open_poll(m.code, m.secret, kind, question)):
@@ -81,8 +80,9 @@ def offer_head_target_poll(sentence: str, kind_label: str, layer: int, head: int
 
 
 def poll_area() -> None:
-    """At the top of the main area: the open poll (students answer it; the teacher watches answers
-    arrive, reveals, closes), and a follower's check of the class."""
+    """At the top of the main area, before the page: the open poll (students answer it; the teacher
+    watches answers arrive, reveals, closes), and a follower's check of the class. The teacher's poll
+    is read here, once per run; the page below asks `membership().poll`."""
     m = membership()
     if m is None or store() is None:
         return

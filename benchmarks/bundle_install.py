@@ -16,14 +16,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from benchmarks.common import machine
+from serving.launcher import healthy
 from serving.warmup import warm_blocking
 from transformer_explained import bundle
-
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 180) -> None:
@@ -31,11 +29,9 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 180) -> Non
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the app exited ({proc.returncode})")
-        try:
-            if DIRECT.open(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
-                return
-        except OSError:
-            time.sleep(0.1)
+        if healthy(port):
+            return
+        time.sleep(0.1)
     raise TimeoutError("the app did not answer")
 
 

@@ -138,12 +138,29 @@ class _Class:
     opened: dict[str, float] = field(default_factory=dict)
 
 
-class MemoryStore:
+class _Shared:
+    """What both stores do the same way, on top of their own `_teacher` and `_set_poll`."""
+
+    def is_teacher(self, code: str, secret: str) -> bool:
+        try:
+            self._teacher(code, secret)
+            return True
+        except (ClassGone, NotTeacher):
+            return False
+
+    def reveal(self, code: str, secret: str) -> None:
+        self._set_poll(code, secret, revealed=True)
+
+    def close_poll(self, code: str, secret: str) -> None:
+        self._set_poll(code, secret, open=False)
+
+
+class MemoryStore(_Shared):
     """Classes in this process (`make app`: one process serves every session)."""
 
     def __init__(self, clock=time.time) -> None:
         self._classes: dict[str, _Class] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._clock = clock
 
     def _get(self, code: str) -> _Class:
@@ -154,11 +171,12 @@ class MemoryStore:
         return c
 
     def _teacher(self, code: str, secret: str) -> _Class:
-        c = self._get(code)
-        if not secrets.compare_digest(c.secret_hash, _hash(secret)):
-            raise NotTeacher(code)
-        c.touched = self._clock()
-        return c
+        with self._lock:                    # re-entrant: also taken by the callers that go on to write
+            c = self._get(code)
+            if not secrets.compare_digest(c.secret_hash, _hash(secret)):
+                raise NotTeacher(code)
+            c.touched = self._clock()
+            return c
 
     def start(self, page: str, params: Mapping[str, str]) -> Started:
         with self._lock:
@@ -172,14 +190,6 @@ class MemoryStore:
     def view(self, code: str) -> View:
         with self._lock:
             return self._get(code).view
-
-    def is_teacher(self, code: str, secret: str) -> bool:
-        with self._lock:
-            try:
-                self._teacher(code, secret)
-                return True
-            except (ClassGone, NotTeacher):
-                return False
 
     def publish(self, code: str, secret: str, page: str, params: Mapping[str, str]) -> int:
         with self._lock:
@@ -220,12 +230,6 @@ class MemoryStore:
             c.polls[poll.id] = poll
             c.view = View(c.view.version + 1, c.view.page, c.view.params, poll if poll.open else None)
 
-    def reveal(self, code: str, secret: str) -> None:
-        self._set_poll(code, secret, revealed=True)
-
-    def close_poll(self, code: str, secret: str) -> None:
-        self._set_poll(code, secret, open=False)
-
     def answer(self, code: str, poll_id: str, student: str, choice: str) -> bool:
         with self._lock:
             c = self._get(code)
@@ -247,7 +251,7 @@ class MemoryStore:
 
 # ---------------------------------------------------------------- several processes: Redis
 
-class RedisStore:
+class RedisStore(_Shared):
     """Classes in Redis, shared by every app process that names the same server.
 
     Keys (all expire IDLE_SECONDS after the teacher's last action; a follower's check-in does not
@@ -333,13 +337,6 @@ class RedisStore:
             raise ClassGone(code)
         return self._view(data)
 
-    def is_teacher(self, code: str, secret: str) -> bool:
-        try:
-            self._teacher(code, secret)
-            return True
-        except (ClassGone, NotTeacher):
-            return False
-
     def publish(self, code: str, secret: str, page: str, params: Mapping[str, str]) -> int:
         view = self._view(self._teacher(code, secret))
         if (page, dict(params)) == (view.page, view.params):
@@ -387,12 +384,6 @@ class RedisStore:
         record = json.loads(self._call(self._redis.hget, self.key(code, "polls"), poll.id))
         self._call(self._redis.hset, self.key(code, "polls"), poll.id, json.dumps({**record, **changes}))
         self._write_view(code, view.page, view.params, poll if poll.open else None)
-
-    def reveal(self, code: str, secret: str) -> None:
-        self._set_poll(code, secret, revealed=True)
-
-    def close_poll(self, code: str, secret: str) -> None:
-        self._set_poll(code, secret, open=False)
 
     def _poll_record(self, code: str, poll_id: str) -> dict[str, Any] | None:
         raw = self._call(self._redis.hget, self.key(code, "polls"), poll_id)
