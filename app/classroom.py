@@ -111,6 +111,8 @@ def apply_pending() -> str | None:
     if m is None or m.pending is None or m.teacher:
         return None
     view, m.pending = m.pending, None
+    if not m.following:                      # queued by a check just before the student left
+        return None
     values = links.parse(view.params, [c.name for c in resources.available_checkpoints()])
     for spec in linked().values():                      # as a fresh session reading the link: the
         if spec.name in values:                         # teacher's values, every other setting its

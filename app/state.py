@@ -128,29 +128,50 @@ class StepCursor:
     decoding changes it goes back to step 0, unless a link (or the class's teacher) asked for a
     step (`pending`), which applies to the next decoding shown. When the student leaves the page and comes
     back to the same decoding, it is where they left it. The page's buttons and slider
-    only call its methods."""
+    only call its methods.
+
+    `moves` counts the steps set by anything but the slider; the slider's key carries it. A
+    browser's request sent before it saw a move (a second quick click, a class's half-second
+    check) carries the slider's old position, and Streamlit would take that for the student
+    dragging the slider back: under a new key the old position names a slider no longer drawn."""
     decoding: str | None = None   # key of the decoding the step belongs to
     step: int = 0
     playing: bool = False
     pending: int | None = None    # a step asked for by a link, not yet applied
+    moves: int = 0
 
     def follow(self, decoding: str, n_steps: int) -> int:
         """Point at `decoding` (n_steps steps long); returns the step to show."""
         if decoding != self.decoding:
-            self.decoding, self.playing, self.step = decoding, False, 0
+            self.decoding, self.playing = decoding, False
+            self._to(0)
         if self.pending is not None:                  # a link's step (or a teacher's, for a class)
-            self.step, self.pending = self.pending, None
-        self.step = max(0, min(self.step, n_steps - 1))
+            step, self.pending = self.pending, None
+            self._to(step)
+        self._to(max(0, min(self.step, n_steps - 1)))
         return self.step
 
+    @property
+    def slider_key(self) -> str:
+        return f"step-{self.moves}"
+
+    def _to(self, step: int) -> None:
+        if step != self.step:
+            self.step, self.moves = step, self.moves + 1
+
+    def slide(self, step: int) -> None:
+        """The slider's own change: its key stays (and with it the keyboard's focus)."""
+        self.step = step
+
     def go(self, step: int, n_steps: int) -> None:
-        self.step = max(0, min(step, n_steps - 1))
+        self._to(max(0, min(step, n_steps - 1)))
 
     def move(self, delta: int, n_steps: int) -> None:
         self.go(self.step + delta, n_steps)
 
     def reset(self) -> None:
-        self.step, self.playing = 0, False
+        self.playing = False
+        self._to(0)
 
     def toggle_play(self) -> None:
         self.playing = not self.playing
@@ -158,7 +179,7 @@ class StepCursor:
     def tick(self, n_steps: int) -> bool:
         """While playing: one step on. Returns False (and stops) at the last step."""
         if self.playing and self.step < n_steps - 1:
-            self.step += 1
+            self._to(self.step + 1)
             return True
         self.playing = False
         return False

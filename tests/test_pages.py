@@ -67,7 +67,7 @@ def check_page(at: AppTest, slug: str, translation: str) -> None:
     if slug in LAYER_PAGES:
         assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (1, 2)
     if slug == "step":
-        assert any("**Step 2**" in m.value for m in at.markdown) and at.slider(key="step").value == 2
+        assert any("**Step 2**" in m.value for m in at.markdown) and [s.value for s in at.slider if s.label == "Step"] == [2]
     assert link_of(at) | {"text": SENTENCE, "layer": "1", "head": "2", "step": "2"} == link_of(at)
 
 
@@ -139,6 +139,24 @@ def test_the_cursor_follows_its_decoding():
     assert c.tick(4) and c.tick(4) and c.tick(4) and c.step == 3 and not c.tick(4) and not c.playing
     c.go(7, 4)
     assert c.step == 3 and c.follow("b", 2) == 1                  # fewer steps: clamped
+
+
+def test_the_step_slider_is_drawn_anew_after_every_move_but_its_own():
+    """A request the browser sent before it saw a move names the old slider, not the new one."""
+    c = StepCursor()
+    c.follow("a", 10)
+    keys = [c.slider_key]
+    for act in (lambda: c.move(1, 10), lambda: c.go(5, 10), c.reset, lambda: setattr(c, "pending", 4),
+                c.toggle_play):
+        act()
+        c.follow("a", 10)
+        c.tick(10)
+        keys.append(c.slider_key)
+    assert len(set(keys)) == len(keys) and c.step == 5
+    c.slide(2)
+    assert c.step == 2 and c.slider_key == keys[-1]               # the slider's own move keeps its key
+    c.move(0, 10)
+    assert c.slider_key == keys[-1]                               # no move, no new slider
 
 
 def test_every_linked_setting_round_trips_and_ignores_junk():

@@ -33,7 +33,7 @@ CAPTIONS = {
 
 
 def _slid(cursor: StepCursor) -> None:
-    cursor.step = state.widget("step")
+    cursor.slide(state.widget(cursor.slider_key))
 
 
 def controls(cursor: StepCursor, n_steps: int) -> int:
@@ -49,8 +49,7 @@ def controls(cursor: StepCursor, n_steps: int) -> int:
     c[3].button("Pause" if cursor.playing else "Play", key="play",
                 icon=":material/pause:" if cursor.playing else ":material/play_arrow:", on_click=cursor.toggle_play)
     if n_steps > 1:
-        state.mirror("step", step)                       # the slider mirrors the cursor
-        c[4].slider("Step", 0, n_steps - 1, key="step", on_change=_slid, args=(cursor,))
+        c[4].slider("Step", 0, n_steps - 1, value=step, key=cursor.slider_key, on_change=_slid, args=(cursor,))
     return step
 
 
