@@ -67,7 +67,8 @@ def check_page(at: AppTest, slug: str, translation: str) -> None:
     if slug in LAYER_PAGES:
         assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (1, 2)
     if slug == "step":
-        assert any("**Step 2**" in m.value for m in at.markdown) and [s.value for s in at.slider if s.label == "Step"] == [2]
+        assert any("**Step 2**" in m.value for m in at.markdown)
+        assert [s.value for s in at.slider if s.label == "Step"] == [2]
     assert link_of(at) | {"text": SENTENCE, "layer": "1", "head": "2", "step": "2"} == link_of(at)
 
 
