@@ -10,7 +10,7 @@ PORT ?= 8501
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: app serve test test-fast e2e setup clean-venv
+.PHONY: app serve test test-fast e2e setup clean-venv catalogs
 
 setup: $(STAMP)
 
@@ -36,6 +36,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not e2e"
+
+# The interface's languages (i18n/): every marked text into i18n/messages.pot, merged into each
+# language's .po (what a translator edits), compiled into the .mo the app reads. README: "Add a language".
+catalogs: $(STAMP)
+	$(PY) -m i18n.catalogs
 
 clean-venv:
 	rm -rf $(VENV)

@@ -7,26 +7,27 @@ import streamlit as st
 
 from app import resources, state
 from app.settings import CHECKPOINT
+from i18n import N_, _
 from model import hub
 from model.convert import ConvertError
 
-HELP = ("A MarianMT model of the Hugging Face hub (OPUS-MT: Helsinki-NLP/opus-mt-SRC-TGT) is converted into this "
-        "project's format and opens like the shipped models. Offline, it is read from the Hugging Face cache.")
+HELP = N_("A MarianMT model of the Hugging Face hub (OPUS-MT: Helsinki-NLP/opus-mt-SRC-TGT) is converted into this "
+          "project's format and opens like the shipped models. Offline, it is read from the Hugging Face cache.")
 
 
 def add_model_ui() -> None:
     if not resources.config().add_models:            # off under `make serve` unless the teacher allows it
         return
-    with st.sidebar.expander("Add a model by name", icon=":material/add:"):
-        name = st.text_input("Hugging Face name", placeholder="Helsinki-NLP/opus-mt-en-de", key="add_model_name",
-                             help=HELP).strip()
-        if not st.button("Add and open", key="add_model_go", disabled=not name):
+    with st.sidebar.expander(_("Add a model by name"), icon=":material/add:"):
+        name = st.text_input(_("Hugging Face name"), placeholder="Helsinki-NLP/opus-mt-en-de", key="add_model_name",
+                             help=_(HELP)).strip()
+        if not st.button(_("Add and open"), key="add_model_go", disabled=not name):
             return
         if not hub.REPO_ID.match(name):
-            st.error(f"{name!r} is not a hub name: names look like Helsinki-NLP/opus-mt-en-de")
+            st.error(_("{name!r} is not a hub name: names look like Helsinki-NLP/opus-mt-en-de").format(name=name))
             return
         try:
-            with st.spinner(f"Fetching and converting {name}…", show_time=True):
+            with st.spinner(_("Fetching and converting {name}…").format(name=name), show_time=True):
                 written = resources.add_model(name)
         except (ConvertError, hub.HubError) as exc:
             st.error(str(exc))

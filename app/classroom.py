@@ -24,6 +24,8 @@ import streamlit as st
 
 from app import links, resources, state
 from app.settings import linked
+from app.ui import fragment
+from i18n import N_, _, ngettext
 from serving import classroom
 from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown, View
 
@@ -73,17 +75,18 @@ def join(code_text: str, secret: str | None = None) -> str | None:
     s = store()
     code = classroom.normalize_code(code_text)
     if s is None:
-        return "Classes are switched off on this server."
+        return _("Classes are switched off on this server.")
     if code is None:
-        return f"“{code_text}” is not a class code (8 letters and digits, like ABCD-EFGH)."
+        return _("“{code}” is not a class code (8 letters and digits, like ABCD-EFGH).").format(code=code_text)
     try:
         if secret is not None and not s.is_teacher(code, secret):
-            return "This teacher link is not valid (the class has ended, or the link is incomplete)."
+            return _("This teacher link is not valid (the class has ended, or the link is incomplete).")
         view = s.view(code)
     except ClassGone:
-        return f"There is no class {classroom.pretty(code)}: the code is wrong, or the class has ended."
+        return _("There is no class {code}: the code is wrong, or the class has ended.").format(
+            code=classroom.pretty(code))
     except StoreDown:
-        return "The class server cannot be reached right now; try again in a minute."
+        return _("The class server cannot be reached right now; try again in a minute.")
     m = Membership(code, secret)
     if not m.teacher:
         m.pending = view
@@ -100,7 +103,7 @@ def join_from_link() -> None:
     if code:
         problem = join(code, st.query_params.get(TEACHER))
         if problem:
-            st.warning(f"{problem} You are using the app on your own.", icon=":material/group_off:")
+            st.warning(problem + " " + _("You are using the app on your own."), icon=":material/group_off:")
 
 
 # ---- following: applying the teacher's view ------------------------------------------------------
@@ -137,11 +140,11 @@ def _watch(m: Membership) -> None:
             m.checked_in = now
         view = s.view(m.code)
     except ClassGone:
-        _leave_class(f"Class {classroom.pretty(m.code)} has ended.")
+        _leave_class(_("Class {code} has ended.").format(code=classroom.pretty(m.code)))
         st.rerun(scope="app")
     except StoreDown:
         if m.trouble is None:
-            m.trouble = "The class cannot be reached right now: you are on your own until it is back."
+            m.trouble = N_("The class cannot be reached right now: you are on your own until it is back.")
             st.rerun(scope="app")
         return
     if m.trouble is not None:                # back: the notice goes, following resumes below
@@ -169,7 +172,7 @@ def after_run(page: str | None, params: dict[str, str]) -> None:
             return
         except StoreDown:
             if m.trouble is None:            # said in the sidebar, drawn again
-                m.trouble = "The class cannot be reached right now: your students keep the last page they saw."
+                m.trouble = N_("The class cannot be reached right now: your students keep the last page they saw.")
                 st.rerun(scope="app")
             return
         if m.trouble is not None:
@@ -215,7 +218,7 @@ def sidebar() -> None:
     student's "following" and "follow again"."""
     if store() is None:
         return
-    st.sidebar.subheader("Class")
+    st.sidebar.subheader(_("Class"))
     m = membership()
     if m is None:
         _start_or_join()
@@ -226,18 +229,18 @@ def sidebar() -> None:
 
 
 def _start_or_join() -> None:
-    if st.sidebar.button("Start a class", icon=":material/co_present:", key="class-start",
-                         help="your students' screens follow yours: page, sentence, settings, step"):
+    if st.sidebar.button(_("Start a class"), icon=":material/co_present:", key="class-start",
+                         help=_("your students' screens follow yours: page, sentence, settings, step")):
         try:
             started = store().start(state.held(state.PAGE) or "overview", {})
         except StoreDown:
-            st.sidebar.error("The class server cannot be reached right now; try again in a minute.")
+            st.sidebar.error(_("The class server cannot be reached right now; try again in a minute."))
             return
         state.hold(state.CLASS, Membership(started.code, started.secret))
         st.rerun()
-    with st.sidebar.popover("Join a class", icon=":material/group_add:"):
-        code = st.text_input("Class code", key="class-code", placeholder="ABCD-EFGH")
-        if st.button("Join", key="class-join") and code:
+    with st.sidebar.popover(_("Join a class"), icon=":material/group_add:"):
+        code = st.text_input(_("Class code"), key="class-code", placeholder="ABCD-EFGH")
+        if st.button(_("Join"), key="class-join") and code:
             problem = join(code)
             if problem:
                 st.error(problem)
@@ -247,54 +250,56 @@ def _start_or_join() -> None:
 
 def _teacher_panel(m: Membership) -> None:
     url = join_url(m.code)
-    st.sidebar.markdown(f"**Class {classroom.pretty(m.code)}**: students open [{url}]({url}) "
-                        f"or type the code.")
-    m.show_code = st.sidebar.toggle("Show the code big, for the projector", value=m.show_code, key="class-show-code")
-    with st.sidebar.expander("QR code and teacher link"):
-        st.image(qr_png(url), caption=f"class {classroom.pretty(m.code)}", width=220)
-        st.markdown("Keep this **teacher link** to lead the class again from another tab (do not project it):")
+    st.sidebar.markdown(_("**Class {code}**: students open [{url}]({url}) or type the code.").format(
+        code=classroom.pretty(m.code), url=url))
+    m.show_code = st.sidebar.toggle(_("Show the code big, for the projector"), value=m.show_code,
+                                    key="class-show-code")
+    with st.sidebar.expander(_("QR code and teacher link")):
+        st.image(qr_png(url), caption=_("class {code}").format(code=classroom.pretty(m.code)), width=220)
+        st.markdown(_("Keep this **teacher link** to lead the class again from another tab (do not project it):"))
         st.code(join_url(m.code, m.secret), language=None)
     with st.sidebar:
         _teacher_count(m)
     if m.trouble:
-        st.sidebar.warning(m.trouble, icon=":material/cloud_off:")
-    if st.sidebar.button("End the class", icon=":material/stop_circle:", key="class-end"):
+        st.sidebar.warning(_(m.trouble), icon=":material/cloud_off:")
+    if st.sidebar.button(_("End the class"), icon=":material/stop_circle:", key="class-end"):
         try:
             store().end(m.code, m.secret)
         except (ClassGone, NotTeacher, StoreDown):
             pass
-        _leave_class("The class has ended.")
+        _leave_class(_("The class has ended."))
         st.rerun()
 
 
-@st.fragment(run_every=TEACHER_SECONDS)
+@fragment(run_every=TEACHER_SECONDS)
 def _teacher_count(m: Membership) -> None:
     try:
         n = store().followers(m.code)
-        st.caption(f":material/groups: {n} student{'s' if n != 1 else ''} following")
+        st.caption(":material/groups: " + ngettext("{n} student following", "{n} students following", n).format(n=n))
     except (ClassGone, StoreDown):
-        st.caption("(students not counted right now)")
+        st.caption(_("(students not counted right now)"))
 
 
 def _student_panel(m: Membership) -> None:
     if m.trouble:
-        st.sidebar.warning(m.trouble, icon=":material/cloud_off:")
+        st.sidebar.warning(_(m.trouble), icon=":material/cloud_off:")
+    code = classroom.pretty(m.code)
     if m.following:
-        st.sidebar.success(f"Following the teacher (class {classroom.pretty(m.code)})", icon=":material/sync:")
-        if st.sidebar.button("Explore on my own", key="class-leave"):
+        st.sidebar.success(_("Following the teacher (class {code})").format(code=code), icon=":material/sync:")
+        if st.sidebar.button(_("Explore on my own"), key="class-leave"):
             m.following = False
             st.rerun()
     else:
-        st.sidebar.info(f"Exploring on your own (class {classroom.pretty(m.code)})", icon=":material/explore:")
-        if st.sidebar.button("Follow the teacher again", icon=":material/sync:", key="class-follow"):
+        st.sidebar.info(_("Exploring on your own (class {code})").format(code=code), icon=":material/explore:")
+        if st.sidebar.button(_("Follow the teacher again"), icon=":material/sync:", key="class-follow"):
             m.following, m.applied = True, 0
             st.rerun()
-    if st.sidebar.button("Leave the class", key="class-quit"):
-        _leave_class(f"You left class {classroom.pretty(m.code)}.")
+    if st.sidebar.button(_("Leave the class"), key="class-quit"):
+        _leave_class(_("You left class {code}.").format(code=code))
         st.rerun()
 
 
-@st.fragment(run_every=FOLLOW_SECONDS)
+@fragment(run_every=FOLLOW_SECONDS)
 def follower_tick(m: Membership) -> None:
     """Drawn once per run (in the main area, app/polls.py): a follower's check of the class."""
     _watch(m)
@@ -307,7 +312,7 @@ def join_banner() -> None:
         return
     with st.container(border=True, key="class-banner"):
         left, right = st.columns([3, 2], vertical_alignment="center")
-        left.markdown(f"Join the class at **{join_url(m.code)}**, or scan the code, or type:")
+        left.markdown(_("Join the class at **{url}**, or scan the code, or type:").format(url=join_url(m.code)))
         left.markdown(f"<div style='font-size:4.5rem;font-weight:700;letter-spacing:0.15em'>"
                       f"{classroom.pretty(m.code)}</div>", unsafe_allow_html=True)
         right.image(qr_png(join_url(m.code)), width=320)

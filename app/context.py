@@ -32,6 +32,7 @@ import streamlit as st
 from app import resources, state
 from app.settings import Settings
 from app.state import StepCursor
+from i18n import language
 from model.attribution import Attribution
 from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
@@ -110,7 +111,7 @@ class Context:
         class's first pages slower, BENCHMARKS.md session 11)."""
         if not cache:
             return self.settings.display.apply(build())
-        return resources.get_figure(name, (self.figure_key, key), self.settings.display, build)
+        return resources.get_figure(name, (self.figure_key, key), self.settings.display, language(), build)
 
     @property
     def cursor(self) -> StepCursor:

@@ -20,13 +20,15 @@ import streamlit as st  # noqa: E402
 
 from app import classroom, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
-from app.settings import sidebar  # noqa: E402
+from app.settings import chosen_language, sidebar  # noqa: E402
+from i18n import _, use  # noqa: E402
 
 
 def no_checkpoint_page() -> None:
-    st.title("No checkpoint yet")
-    st.info(f"The app looks for trained checkpoints in `{resources.checkpoints_dir()}` and found none.")
-    st.markdown("Train one (about 2 hours on a 2-core CPU, much less on a GPU):")
+    st.title(_("No checkpoint yet"))
+    st.info(_("The app looks for trained checkpoints in `{folder}` and found none.").format(
+        folder=resources.checkpoints_dir()))
+    st.markdown(_("Train one (about 2 hours on a 2-core CPU, much less on a GPU):"))
     st.code(
         "python train.py --data ../shared/data/multi30k --src en --tgt de --preset small \\\n"
         "    --out checkpoints/multi30k-en-de --time-budget 110 --half",
@@ -36,13 +38,16 @@ def no_checkpoint_page() -> None:
 
 def run() -> None:
     checkpoints = resources.available_checkpoints()
+    use(chosen_language())
     if not checkpoints:
         no_checkpoint_page()
         add_model_ui()
         return
     jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
+    use(chosen_language())                      # a link's language
     classroom.join_from_link()
     jump = classroom.apply_pending() or jump    # a follower: the teacher's view, before any widget
+    use(chosen_language())                      # the teacher's
     settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)),
                        below_checkpoint=add_model_ui)
     classroom.sidebar()

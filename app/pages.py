@@ -31,6 +31,7 @@ from app.views import (
     positional,
     stepper,
 )
+from i18n import N_, _
 from model.checkpoint import CheckpointError
 from serving.admission import Waiting
 
@@ -38,25 +39,25 @@ from serving.admission import Waiting
 @dataclass(frozen=True)
 class Page:
     slug: str
-    title: str
+    title: str                  # marked with N_: translated where it is shown
     icon: str
     render: Callable[[Context], None]
     takes_sentence: bool = True
 
 
 PAGES: tuple[Page, ...] = (
-    Page("overview", "The whole model", ":material/account_tree:", overview.render),
-    Page("explore", "Translate & explore attention", ":material/grid_view:", explore.render),
-    Page("lesson", "Guided lesson", ":material/school:", lesson.render),
-    Page("step", "Step through decoding", ":material/skip_next:", stepper.render),
-    Page("positional", "Positional encoding", ":material/waves:", positional.render),
-    Page("masks", "Masks", ":material/visibility_off:", masks.render),
-    Page("head", "Inside one head", ":material/center_focus_strong:", head.render),
-    Page("knockout", "Head knockout", ":material/block:", knockout.render),
-    Page("attribution", "What the model used", ":material/insights:", attribution.render),
-    Page("heads", "Heads across the corpus", ":material/view_module:", heads.render, takes_sentence=False),
-    Page("lab", "Training lab", ":material/model_training:", lab.render, takes_sentence=False),
-    Page("card", "Model card & training", ":material/description:", card.render, takes_sentence=False),
+    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render),
+    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render),
+    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render),
+    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render),
+    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render),
+    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render),
+    Page("head", N_("Inside one head"), ":material/center_focus_strong:", head.render),
+    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render),
+    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render),
+    Page("heads", N_("Heads across the corpus"), ":material/view_module:", heads.render, takes_sentence=False),
+    Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False),
+    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False),
 )
 BY_SLUG = {p.slug: p for p in PAGES}
 
@@ -69,9 +70,9 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
     try:
         ckpt = resources.get_checkpoint(str(settings.checkpoint))
     except CheckpointError as exc:
-        st.error(f"This checkpoint cannot be loaded: {exc}")
+        st.error(_("This checkpoint cannot be loaded: {problem}").format(problem=exc))
         return
-    st.title(f"Transformer, explained: {ckpt.src_lang} → {ckpt.tgt_lang}")
+    st.title(_("Transformer, explained: {src} → {tgt}").format(src=ckpt.src_lang, tgt=ckpt.tgt_lang))
     ctx = Context(ckpt, settings, pages=st_pages or {})
     text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
     work = (page.slug, str(settings.checkpoint), text, settings.opts)
@@ -102,16 +103,17 @@ def admitted(work: tuple) -> Iterator[bool]:
     gate = resources.admission_gate()
 
     def on_wait(w: Waiting) -> None:
-        note.info(f"Many students at once: you are number {w.position} in line for the server "
-                  f"(about {max(1, round(w.seconds))} s). Your page follows by itself.",
+        note.info(_("Many students at once: you are number {position} in line for the server "
+                    "(about {seconds} s). Your page follows by itself.").format(
+                        position=w.position, seconds=max(1, round(w.seconds))),
                   icon=":material/hourglass_top:")
 
     with gate.admitted(on_wait) as ok:
         note.empty()
         if not ok:
-            note.warning(f"The server is full right now: {gate.waiting} students are waiting. "
-                         "Please try again in a minute.", icon=":material/group:")
-            st.button("Try again", key="admission-retry")
+            note.warning(_("The server is full right now: {n} students are waiting. "
+                           "Please try again in a minute.").format(n=gate.waiting), icon=":material/group:")
+            st.button(_("Try again"), key="admission-retry")
         yield ok
         if ok:
             state.hold(state.ADMITTED, work)
@@ -120,7 +122,7 @@ def admitted(work: tuple) -> Iterator[bool]:
 def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:
     """st.navigation over PAGES (the menu at the top of the sidebar), and the st.Page of each slug."""
     st_pages: dict[str, st.Page] = {}        # filled below; each page's runner can open the others
-    st_pages.update({p.slug: st.Page(_runner(p, settings, st_pages), title=p.title, icon=p.icon, url_path=p.slug,
+    st_pages.update({p.slug: st.Page(_runner(p, settings, st_pages), title=_(p.title), icon=p.icon, url_path=p.slug,
                                      default=p is PAGES[0]) for p in PAGES})
     return st.navigation(list(st_pages.values())), st_pages
 

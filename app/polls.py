@@ -15,11 +15,14 @@ import streamlit as st
 
 import figures
 from app.classroom import Membership, follower_tick, membership, store
+from app.ui import fragment
+from i18n import N_, _, ngettext
 from serving import classroom
 from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown
 
 NEXT_TOKEN, HEAD_TARGET = "next-token", "head-target"
-PICK_LABEL = {NEXT_TOKEN: "The next token", HEAD_TARGET: "The source token it looks at most"}
+YOUR_ANSWER = N_("Your answer")
+PICK_LABEL = {NEXT_TOKEN: N_("The next token"), HEAD_TARGET: N_("The source token it looks at most")}
 
 
 def answer_hidden(kind: str) -> bool:
@@ -54,16 +57,17 @@ def _teacher_acts(m: Membership, act) -> bool:
         act()
         return True
     except (ClassGone, NotTeacher, StoreDown):
-        st.error("The class cannot be reached right now; try again in a moment.", icon=":material/cloud_off:")
+        st.error(_("The class cannot be reached right now; try again in a moment."), icon=":material/cloud_off:")
         return False
 
 
 def offer_next_token_poll(sentence: str, prefix: str, candidates: list[tuple[str, float]], step: int) -> None:
     """The step page: which token comes next? The model's top candidates, shuffled, without their
     probabilities; students may also type a word of their own."""
-    options = [token for token, _ in candidates]
-    _offer(NEXT_TOKEN, "Ask the class: what comes next?", {
-        "prompt": f"**What comes next?** “{sentence}” → `{prefix or '(the start)'}` …", "step": step,
+    options = [token for token, _p in candidates]
+    _offer(NEXT_TOKEN, _("Ask the class: what comes next?"), {
+        "prompt": [N_("**What comes next?** “{sentence}” → `{prefix}` …"),
+                   {"sentence": sentence, "prefix": prefix or None}], "step": step,
         "options": secrets.SystemRandom().sample(options, len(options)), "free_text": True,
         "model": {token: round(p, 4) for token, p in candidates}})
 
@@ -73,9 +77,11 @@ def offer_head_target_poll(sentence: str, kind_label: str, layer: int, head: int
     """The explorer, a row highlighted: which source token will this head look at most from it?
     Students click one of the keys (in sentence order, numbered: a word may come twice)."""
     options = [f"{i}: {k}" for i, k in enumerate(keys)]
-    _offer(HEAD_TARGET, "Ask the class: where will this head look?", {
-        "prompt": f"**Where will head {head} of layer {layer} look most** ({kind_label}) from "
-                  f"“{figures.label(query)}”, in “{sentence}”?", "options": options, "free_text": False,
+    _offer(HEAD_TARGET, _("Ask the class: where will this head look?"), {
+        "prompt": [N_("**Where will head {head} of layer {layer} look most** ({kind}) from “{query}”, "
+                      "in “{sentence}”?"),
+                   {"head": head, "layer": layer, "kind": kind_label, "query": figures.label(query),
+                    "sentence": sentence}], "options": options, "free_text": False,
         "model": {o: round(float(w), 4) for o, w in zip(options, weights)}})
 
 
@@ -92,7 +98,7 @@ def poll_area() -> None:
     if poll is None:
         return
     with st.container(border=True, key="class-poll"):
-        st.markdown(poll.question["prompt"])
+        st.markdown(_prompt(poll.question["prompt"]))
         if poll.revealed:
             _results(m, poll)
         elif m.teacher:
@@ -101,19 +107,32 @@ def poll_area() -> None:
             _answer(m, poll)
 
 
+def _prompt(prompt: str | list) -> str:
+    """A poll's question in this student's language: the template and its words, as the teacher's
+    app wrote them (a kind of attention by its marked name; an empty prefix as "(the start)")."""
+    if isinstance(prompt, str):
+        return prompt
+    template, args = prompt
+    words = {k: _(v) if k == "kind" else v for k, v in args.items()}
+    if "prefix" in words and not words["prefix"]:
+        words["prefix"] = _("(the start)")
+    return _(template).format(**words)
+
+
 def _answer(m: Membership, poll: Poll) -> None:
     given = m.answered.get(poll.id)
     if given is not None:
-        st.success(f"Your answer is in: **{given}**. The teacher will show the class's answers.")
+        st.success(_("Your answer is in: **{answer}**. The teacher will show the class's answers.").format(
+            answer=given))
         return
     options = poll.question["options"]
-    pick = st.pills(PICK_LABEL.get(poll.kind, "Your answer"), options, key=f"poll-pick-{poll.id}")
-    own = st.text_input("or type your own word", key=f"poll-own-{poll.id}", max_chars=40) \
+    pick = st.pills(_(PICK_LABEL.get(poll.kind, YOUR_ANSWER)), options, key=f"poll-pick-{poll.id}")
+    own = st.text_input(_("or type your own word"), key=f"poll-own-{poll.id}", max_chars=40) \
         if poll.question.get("free_text") else ""
-    if st.button("Send my answer", key=f"poll-send-{poll.id}", type="primary"):
+    if st.button(_("Send my answer"), key=f"poll-send-{poll.id}", type="primary"):
         choice = own.strip() or pick
         if not choice:
-            st.warning("Pick one first" + (", or type a word." if poll.question.get("free_text") else "."))
+            st.warning(_("Pick one first, or type a word.") if poll.question.get("free_text") else _("Pick one first."))
             return
         try:
             accepted = store().answer(m.code, poll.id, m.student, choice)
@@ -121,41 +140,41 @@ def _answer(m: Membership, poll: Poll) -> None:
             accepted = False
         m.answered[poll.id] = choice
         if not accepted:
-            st.warning("This poll no longer takes answers.")
+            st.warning(_("This poll no longer takes answers."))
         st.rerun()
 
 
 def _teacher_controls(m: Membership, poll: Poll) -> None:
     _answers_so_far(m, poll)
     left, right = st.columns(2)
-    if left.button("Reveal the answers", icon=":material/bar_chart:", key="class-reveal", type="primary"):
+    if left.button(_("Reveal the answers"), icon=":material/bar_chart:", key="class-reveal", type="primary"):
         if _teacher_acts(m, lambda: store().reveal(m.code, m.secret)):
             st.rerun()
-    if right.button("Close the poll", key="class-close-poll"):
+    if right.button(_("Close the poll"), key="class-close-poll"):
         if _teacher_acts(m, lambda: store().close_poll(m.code, m.secret)):
             st.rerun()
 
 
-@st.fragment(run_every=1.0)
+@fragment(run_every=1.0)
 def _answers_so_far(m: Membership, poll: Poll) -> None:
     try:
         n = len(store().answers(m.code, poll.id))
     except (ClassGone, StoreDown):
         return
-    st.caption(f":material/how_to_vote: {n} answer{'s' if n != 1 else ''} so far")
+    st.caption(":material/how_to_vote: " + ngettext("{n} answer so far", "{n} answers so far", n).format(n=n))
 
 
 def _results(m: Membership, poll: Poll) -> None:
     try:
         answers = [a.choice for a in store().answers(m.code, poll.id)]
     except (ClassGone, StoreDown):
-        st.caption("The answers cannot be read right now.")
+        st.caption(_("The answers cannot be read right now."))
         return
     model = poll.question.get("model")
     fig = figures.poll_results(poll.question["options"], answers, model,
-                               title="the class and the model" if model else "the class")
+                               title=_("the class and the model") if model else _("the class"))
     st.plotly_chart(fig, key=f"poll-results-{poll.id}", width="stretch", config={"displaylogo": False})
-    if m.teacher and st.button("Close the poll", key="class-close-poll"):
+    if m.teacher and st.button(_("Close the poll"), key="class-close-poll"):
         if _teacher_acts(m, lambda: store().close_poll(m.code, m.secret)):
             st.rerun()
 
@@ -171,5 +190,5 @@ def answers_download() -> None:
     except (ClassGone, StoreDown):
         return
     if polls:
-        st.sidebar.download_button("Download the answers (CSV)", text, file_name=f"class-{m.code}-answers.csv",
+        st.sidebar.download_button(_("Download the answers (CSV)"), text, file_name=f"class-{m.code}-answers.csv",
                                    mime="text/csv", key="class-answers-csv", icon=":material/download:")

@@ -15,6 +15,7 @@ import streamlit as st
 import torch
 
 from figures import Display
+from i18n import N_, Later
 from model import heads, hub, places
 from model.attribution import Attribution, attribute
 from model.checkpoint import Checkpoint, load_checkpoint
@@ -162,7 +163,7 @@ def get_head_statistics(path: str) -> tuple[HeadStatistics | None, str]:
     try:
         stats, why = _head_statistics(str(file), file.stat().st_mtime_ns, weights)
     except OSError:
-        stats, why = None, f"{file.name} has not been computed for this model yet"
+        stats, why = None, str(Later(N_("{file} has not been computed for this model yet"), file=file.name))
     if stats is None and (path, weights) in _computed_heads():      # computed here, not writable beside the model
         return _computed_heads()[(path, weights)], ""
     return stats, why
@@ -212,10 +213,10 @@ def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def get_figure(name: str, key: Hashable, display: Display, _build: Callable[[], go.Figure]) -> go.Figure:
-    """The figure `name` drawn from `key` (everything it depends on) on `display`, built once per
-    process and shared (st.plotly_chart only copies it). A widget change that does not touch
-    `key` then costs no figure building."""
+def get_figure(name: str, key: Hashable, display: Display, lang: str, _build: Callable[[], go.Figure]) -> go.Figure:
+    """The figure `name` drawn from `key` (everything it depends on) on `display`, in the interface
+    language `lang` (its titles and labels), built once per process and shared (st.plotly_chart
+    only copies it). A widget change that does not touch `key` then costs no figure building."""
     return display.apply(_build())
 
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import polls, resources, state
 from app.settings import TEXT, Settings
+from i18n import N_, _, ngettext
 from model.attribution import attribution_json
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation, InputError, explanation_json
@@ -19,45 +20,52 @@ from model.pipeline import Explanation, InputError, explanation_json
 # and everyday sentences like Tatoeba's. tests/test_shipped.py holds what the shipped models make of them.
 PRESETS = {
     "en": {
-        "A man in an orange hat starring at something.": "a Multi30K test sentence",
-        "The man has eaten the red apple.": "verb-final reordering: 'hat ... gegessen'",
-        "A firefighter climbs up the ladder.": "a compound, 'Feuerwehrmann', and 'hinauf' at the end",
-        "The woman is holding her baby, and she is smiling.": "pronouns: 'her', 'she'",
+        "A man in an orange hat starring at something.": N_("a Multi30K test sentence"),
+        "The man has eaten the red apple.": N_("verb-final reordering: 'hat ... gegessen'"),
+        "A firefighter climbs up the ladder.": N_("a compound, 'Feuerwehrmann', and 'hinauf' at the end"),
+        "The woman is holding her baby, and she is smiling.": N_("pronouns: 'her', 'she'"),
         "Two young children in colorful shirts are playing with a big ball on the green grass "
-        "next to a small lake while their parents watch.": "a long sentence",
-        "I love pizza.": "everyday",
-        "We have bought a new car.": "everyday: 'haben ... gekauft', the verb at the end",
-        "Where is the bathroom?": "everyday: a question",
-        "Can you help me?": "everyday: a question",
-        "I have already eaten.": "everyday",
+        "next to a small lake while their parents watch.": N_("a long sentence"),
+        "I love pizza.": N_("everyday"),
+        "We have bought a new car.": N_("everyday: 'haben ... gekauft', the verb at the end"),
+        "Where is the bathroom?": N_("everyday: a question"),
+        "Can you help me?": N_("everyday: a question"),
+        "I have already eaten.": N_("everyday"),
     },
     "de": {
-        "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": "ein Multi30K-Testsatz",
-        "Wir haben ein neues Auto gekauft.": "Verb am Satzende: 'gekauft' wird 'bought'",
-        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.": "Komposita",
-        "Die Frau hält ihr Baby und sie lächelt.": "Pronomen",
-        "Ich liebe Pizza.": "Alltag",
-        "Ich habe den Apfel gegessen.": "Alltag: 'habe ... gegessen' wird 'ate'",
-        "Kannst du mir helfen?": "Alltag: eine Frage",
-        "Ich habe heute keine Zeit.": "Alltag",
+        "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": N_("a Multi30K test sentence"),
+        "Wir haben ein neues Auto gekauft.": N_("the verb at the end: 'gekauft' becomes 'bought'"),
+        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.": N_("compounds"),
+        "Die Frau hält ihr Baby und sie lächelt.": N_("pronouns"),
+        "Ich liebe Pizza.": N_("everyday"),
+        "Ich habe den Apfel gegessen.": N_("everyday: 'habe ... gegessen' becomes 'ate'"),
+        "Kannst du mir helfen?": N_("everyday: a question"),
+        "Ich habe heute keine Zeit.": N_("everyday"),
     },
 }
-CUSTOM = "(type your own)"
+CUSTOM = N_("(type your own)")      # the picker's first line: no preset (shown translated)
 PRESET = "preset"         # the preset picker's widget key (it only sets the sentence)
 TEXT_LANG = "text_lang"   # owner key: the language the sentence is in
+SEPARATOR = "  ("         # a preset's line: the sentence, then its label in brackets
+
+
+def _line(sentence: str, label: str) -> str:
+    return f"{sentence}{SEPARATOR}{_(label)})"
 
 
 def _use_preset() -> None:
-    chosen = state.widget(PRESET)
-    if chosen != CUSTOM:
-        state.set_widget(TEXT.name, chosen)
+    """The picker's lines are what it shows (in the interface's language): the sentence is the line's
+    start; the first line, "(type your own)" in any language, names no sentence."""
+    sentence = str(state.widget(PRESET, "")).rsplit(SEPARATOR, 1)[0]
+    if any(sentence in presets for presets in PRESETS.values()):
+        state.set_widget(TEXT.name, sentence)
 
 
 def _follow_language(src_lang: str, first_preset: str) -> None:
     """A model reading another language gets that language's first preset."""
     if state.get(TEXT_LANG, src_lang) != src_lang:
         state.set_widget(TEXT.name, first_preset)
-        state.mirror(PRESET, CUSTOM)
+        state.forget(PRESET)
     state.put(TEXT_LANG, src_lang)
 
 
@@ -65,13 +73,13 @@ def input_ui(src_lang: str) -> str:
     presets = PRESETS.get(src_lang, {})
     first = next(iter(presets), "")
     _follow_language(src_lang, first)
-    if state.widget(PRESET) is None:
-        state.mirror(PRESET, CUSTOM)
-    st.selectbox("Try a preset sentence", [CUSTOM, *presets], key=PRESET, on_change=_use_preset,
-                 format_func=lambda s: s if s == CUSTOM else f"{s}  ({presets[s]})")
+    lines = [_(CUSTOM), *(_line(s, label) for s, label in presets.items())]
+    if state.widget(PRESET) not in lines:              # first run, or another interface language
+        state.mirror(PRESET, lines[0])
+    st.selectbox(_("Try a preset sentence"), lines, key=PRESET, on_change=_use_preset)
     state.restore(TEXT.name, first)
-    text = st.text_input(f"Sentence to translate ({src_lang}, at most {resources.MAX_APP_TOKENS} subword tokens)",
-                         key=TEXT.name, max_chars=1000)
+    text = st.text_input(_("Sentence to translate ({lang}, at most {n} subword tokens)").format(
+        lang=src_lang, n=resources.MAX_APP_TOKENS), key=TEXT.name, max_chars=1000)
     return state.remember(TEXT.name, text)
 
 
@@ -86,7 +94,7 @@ def decode_early(ckpt: Checkpoint, text: str, settings: Settings) -> None:
     if _too_long(ckpt, text):
         return
     try:
-        with st.spinner("Translating…"):
+        with st.spinner(_("Translating…")):
             resources.get_explanation(str(settings.checkpoint), text, settings.opts)
     except InputError:
         return
@@ -95,22 +103,25 @@ def decode_early(ckpt: Checkpoint, text: str, settings: Settings) -> None:
 def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation | None:
     """Translate and show the result; None (with a message) for text the model cannot take."""
     if _too_long(ckpt, text):
-        st.warning(f"That sentence is longer than {resources.MAX_APP_TOKENS} subword tokens; please shorten it.")
+        st.warning(_("That sentence is longer than {n} subword tokens; please shorten it.").format(
+            n=resources.MAX_APP_TOKENS))
         return None
     try:
-        with st.spinner("Translating…"):
+        with st.spinner(_("Translating…")):
             ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts)
     except InputError as exc:
-        st.info(f"Nothing to show yet: {exc}.")
+        st.info(_("Nothing to show yet: {why}.").format(why=exc))
         return None
     if polls.answer_hidden(polls.NEXT_TOKEN):
-        st.container(key="translation").markdown("### (the translation is hidden while the class answers)")
+        st.container(key="translation").markdown("### " + _("(the translation is hidden while the class answers)"))
         return ex
-    st.container(key="translation").markdown(f"### {ex.output or '(empty output)'}")
+    st.container(key="translation").markdown("### " + (ex.output or _("(empty output)")))
     confidence_note(ckpt, ex)
     unknown = ex.source_ids.count(ckpt.config.unk_id)
     if unknown:
-        st.caption(f"{unknown} piece(s) of the input are outside the vocabulary and shown as <unk>.")
+        st.caption(ngettext("{n} piece of the input is outside the vocabulary and shown as <unk>.",
+                            "{n} pieces of the input are outside the vocabulary and shown as <unk>.",
+                            unknown).format(n=unknown))
     export_ui(ckpt, ex, settings)
     return ex
 
@@ -120,16 +131,18 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
     conf = ex.confidence(ckpt)
     reasons = conf.reasons(ex.output_pieces(ckpt))
     box = st.container(key="confidence")
-    why = f" Why: {'; '.join(reasons)}." if reasons else ""
+    why = " " + _("Why: {reasons}.").format(reasons="; ".join(reasons)) if reasons else ""
+    mean, wrong = f"{conf.mean_prob:.2f}", f"{conf.p_wrong or 0:.0%}"
     if conf.p_wrong is None:
-        box.caption(f"Mean token probability {conf.mean_prob:.2f}. This model has no calibrated confidence "
-                    f"(`python -m model.calibrate` fits one).{why}")
+        box.caption(_("Mean token probability {mean}. This model has no calibrated confidence "
+                      "(`python -m model.calibrate` fits one).").format(mean=mean) + why)
     elif conf.flagged:
-        box.warning(f"**Check this translation.** The model is unsure: by its own probabilities, translations "
-                    f"like this one are wrong {conf.p_wrong:.0%} of the time.{why}", icon=":material/help:")
+        box.warning(_("**Check this translation.** The model is unsure: by its own probabilities, translations "
+                      "like this one are wrong {wrong} of the time.").format(wrong=wrong) + why,
+                    icon=":material/help:")
     else:
-        box.caption(f"Confident: translations this sure are wrong about {conf.p_wrong:.0%} of the time "
-                    f"(mean token probability {conf.mean_prob:.2f}).{why}")
+        box.caption(_("Confident: translations this sure are wrong about {wrong} of the time "
+                      "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why)
 
 
 def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, integrated: bool = False) -> dict:
@@ -141,11 +154,11 @@ def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, integrated
 
 def export_ui(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
     st.sidebar.download_button(
-        "Download this trace (JSON)",
+        _("Download this trace (JSON)"),
         data=lambda: json.dumps(trace_json(ckpt, ex, settings), ensure_ascii=False),
         file_name="trace.json",
         mime="application/json",
         key="dl_trace",
         on_click="ignore",
-        help="the documented trace format: docs/trace-format.md",
+        help=_("the documented trace format: docs/trace-format.md"),
     )

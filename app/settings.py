@@ -20,8 +20,10 @@ from typing import Any
 
 import streamlit as st
 
+import i18n
 from app import state
 from figures import Display
+from i18n import N_, _
 from model.checkpoint import Checkpoint, CheckpointError
 from model.decoding import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
 
@@ -103,6 +105,7 @@ TOP_P = setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05
 SEED = setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
 PROJECTOR = setting("projector", "projector", False, flag)
 IMAGE_FORMAT = setting("image_format", "format", "png", choices=("png", "svg"))
+LANGUAGE = setting("language", "lang", i18n.SOURCE, choices=i18n.available())   # the interface's
 LAYER = setting("layer", "layer", 0, index)      # the explorer's, masks' and one head's layer / head
 HEAD = setting("head", "head", 0, index)
 
@@ -117,8 +120,18 @@ def _clamped(s: Setting) -> Callable[[Any], Any]:
     return lambda v: min(max(v, lo), hi) if isinstance(v, int | float) else s.default
 
 
+def _drawn_now(options: Sequence, kw: dict) -> dict:
+    """A `format_func`'s labels made while this run draws (in its interface language): Streamlit, and
+    AppTest, may call it again later, from another thread, where no language is set."""
+    if "format_func" in kw:
+        labels = {o: kw["format_func"](o) for o in options}
+        kw = kw | {"format_func": labels.__getitem__}
+    return kw
+
+
 def selectbox(where: Any, s: Setting, label: str, options: Sequence, default: Any = None, **kw: Any) -> Any:
     options = list(options)
+    kw = _drawn_now(options, kw)
     fallback = default if default in options else s.default if s.default in options else options[0]
     state.restore(s.name, fallback, _within(options, fallback))
     return state.remember(s.name, where.selectbox(label, options, key=s.name, **kw))
@@ -126,6 +139,7 @@ def selectbox(where: Any, s: Setting, label: str, options: Sequence, default: An
 
 def radio(where: Any, s: Setting, label: str, options: Sequence | None = None, **kw: Any) -> Any:
     options = list(options or s.choices)
+    kw = _drawn_now(options, kw)
     fallback = s.default if s.default in options else options[0]
     state.restore(s.name, fallback, _within(options, fallback))
     return state.remember(s.name, where.radio(label, options, key=s.name, **kw))
@@ -148,6 +162,7 @@ def number_input(where: Any, s: Setting, label: str, **kw: Any) -> Any:
 def multiselect(where: Any, s: Setting, label: str, options: Sequence, default: Sequence | None = None,
                 **kw: Any) -> list:
     options = list(options)
+    kw = _drawn_now(options, kw)
     start = list(default if default is not None else s.default or ())
     state.restore(s.name, start, lambda v: [x for x in v if x in options])
     return state.remember(s.name, where.multiselect(label, options, key=s.name, **kw))
@@ -177,8 +192,8 @@ def toggle(where: Any, s: Setting, label: str, **kw: Any) -> bool:
 def layer_head(columns: Sequence[Any], n_layers: int, n_heads: int, layer: Setting = LAYER, head: Setting = HEAD,
                default_layer: int = 0) -> tuple[int, int]:
     """The one layer / head picker: two selectboxes in the first two of `columns`."""
-    chosen_layer = selectbox(columns[0], layer, "Layer", range(n_layers), default=default_layer)
-    return chosen_layer, selectbox(columns[1], head, "Head", range(n_heads))
+    chosen_layer = selectbox(columns[0], layer, _("Layer"), range(n_layers), default=default_layer)
+    return chosen_layer, selectbox(columns[1], head, _("Head"), range(n_heads))
 
 
 # ---- the sidebar -----------------------------------------------------------------------------------
@@ -196,14 +211,39 @@ class Settings:
 
 
 HELP = {
-    "method": "greedy: the likeliest token each step; beam: keep the k best partial translations; "
-              "sample: draw each token at random from the model's distribution",
-    "alpha": "score = log p / ((5 + length) / 6)^α; 0 = no normalisation",
-    "no_repeat": "forbid the output to contain the same n subword tokens in a row twice (0 = off); "
-                 "a repeat the model wanted then shows what it says instead",
-    "temperature": "divides the logits: below 1 sharper, above 1 flatter",
-    "top_p": "keep the smallest set of likeliest tokens whose probabilities add up to p (1 = all)",
+    "method": N_("greedy: the likeliest token each step; beam: keep the k best partial translations; "
+                 "sample: draw each token at random from the model's distribution"),
+    "alpha": N_("score = log p / ((5 + length) / 6)^α; 0 = no normalisation"),
+    "no_repeat": N_("forbid the output to contain the same n subword tokens in a row twice (0 = off); "
+                    "a repeat the model wanted then shows what it says instead"),
+    "temperature": N_("divides the logits: below 1 sharper, above 1 flatter"),
+    "top_p": N_("keep the smallest set of likeliest tokens whose probabilities add up to p (1 = all)"),
 }
+
+
+def _help(name: str) -> str:
+    return _(HELP[name])
+
+
+METHOD_NAMES = {"greedy": N_("greedy"), "beam": N_("beam"), "sample": N_("sample")}
+
+
+def browser_language() -> str:
+    """The browser's language when the app has it, else English."""
+    return i18n.from_locale(st.context.locale) or LANGUAGE.default
+
+
+def chosen_language() -> str:
+    """This run's interface language, before any widget is drawn: the picker's value just chosen
+    (its key), else the session's (a link's), else the browser's."""
+    lang = state.widget(LANGUAGE.name) or state.get(LANGUAGE.name) or browser_language()
+    return lang if lang in LANGUAGE.choices else LANGUAGE.default
+
+
+def language_ui() -> str:
+    """The interface language, first in the sidebar (its own name in each language)."""
+    return selectbox(st.sidebar, LANGUAGE, ":material/translate: " + _("Language"), LANGUAGE.choices,
+                     default=browser_language(), format_func=i18n.own_name)
 
 
 def follow_model_alpha(alpha: float) -> None:
@@ -219,20 +259,23 @@ def follow_model_alpha(alpha: float) -> None:
 def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
     """The decoding widgets; `alpha` is the model's own length penalty."""
     sb = st.sidebar
-    sb.subheader("Decoding")
+    sb.subheader(_("Decoding"))
     follow_model_alpha(alpha)
-    method = radio(sb, METHOD, "Method", horizontal=True, help=HELP["method"])
+    method = radio(sb, METHOD, _("Method"), horizontal=True, help=_help("method"),
+                   format_func=lambda m: _(METHOD_NAMES[m]))
     kw: dict = {"method": method, "record_steps": True, "record_top_k": 8}
     if method == "beam":
-        kw["beam_size"] = slider(sb, BEAM, "Beam size")
-        kw["alpha"] = slider(sb, ALPHA, "Length penalty α (GNMT)", default=alpha,
-                             help=f"{HELP['alpha']}; this model's own: {alpha:g}")
-    kw["no_repeat_ngram"] = number_input(sb, NO_REPEAT, "Block repeated n-grams (n, 0 = off)", help=HELP["no_repeat"])
+        kw["beam_size"] = slider(sb, BEAM, _("Beam size"))
+        kw["alpha"] = slider(sb, ALPHA, _("Length penalty α (GNMT)"), default=alpha,
+                             help=_("{formula}; this model's own: {alpha}").format(formula=_help("alpha"),
+                                                                                   alpha=f"{alpha:g}"))
+    kw["no_repeat_ngram"] = number_input(sb, NO_REPEAT, _("Block repeated n-grams (n, 0 = off)"),
+                                         help=_help("no_repeat"))
     if method == "sample":
-        kw["temperature"] = slider(sb, TEMPERATURE, "Temperature", help=HELP["temperature"])
-        kw["top_k"] = slider(sb, TOP_K, "Top-k (0 = all tokens)")
-        kw["top_p"] = slider(sb, TOP_P, "Top-p (nucleus)", help=HELP["top_p"])
-        kw["seed"] = number_input(sb, SEED, "Seed")
+        kw["temperature"] = slider(sb, TEMPERATURE, _("Temperature"), help=_help("temperature"))
+        kw["top_k"] = slider(sb, TOP_K, _("Top-k (0 = all tokens)"))
+        kw["top_p"] = slider(sb, TOP_P, _("Top-p (nucleus)"), help=_help("top_p"))
+        kw["seed"] = number_input(sb, SEED, _("Seed"))
     return DecodeOptions(**kw)
 
 
@@ -241,9 +284,10 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
     """`load`: the (cached) model of a checkpoint directory; its beam length penalty is the
     alpha slider's default. A checkpoint that cannot be loaded gets the usual default (the
     page then says what is wrong with it). `below_checkpoint` draws under the model's picker."""
+    language_ui()
     names = [p.name for p in checkpoints]
-    name = selectbox(st.sidebar, CHECKPOINT, "Checkpoint", names, default=default,
-                     help="the shipped models and your own (model/places.py says where they live)")
+    name = selectbox(st.sidebar, CHECKPOINT, _("Checkpoint"), names, default=default,
+                     help=_("the shipped models and your own (model/places.py says where they live)"))
     if below_checkpoint is not None:
         below_checkpoint()
     chosen = checkpoints[names.index(name)]
@@ -252,8 +296,8 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
     except CheckpointError:
         alpha = ALPHA.default
     opts = decoding_ui(alpha)
-    st.sidebar.subheader("Display")
-    projector = toggle(st.sidebar, PROJECTOR, "Projector mode (large fonts, high contrast)")
-    image_format = radio(st.sidebar, IMAGE_FORMAT, "Figure download format", horizontal=True,
-                         help="the camera icon above each figure downloads it in this format")
+    st.sidebar.subheader(_("Display"))
+    projector = toggle(st.sidebar, PROJECTOR, _("Projector mode (large fonts, high contrast)"))
+    image_format = radio(st.sidebar, IMAGE_FORMAT, _("Figure download format"), horizontal=True,
+                         help=_("the camera icon above each figure downloads it in this format"))
     return Settings(chosen, opts, projector, image_format)

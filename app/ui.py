@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
+import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from app.settings import Settings
+from app.settings import Settings, chosen_language
+from i18n import _, use
 from model.readings import matrix_csv
 from model.trace import Trace
 
@@ -27,8 +31,21 @@ def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: Settings) -
 
 def csv_button(where: DeltaGenerator, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:
     """A download button for the matrix a figure shows."""
-    where.download_button(f"Download {name}.csv", data=matrix_csv(matrix, rows, cols), file_name=f"{name}.csv",
+    where.download_button(_("Download {name}.csv").format(name=name), data=matrix_csv(matrix, rows, cols),
+                          file_name=f"{name}.csv",
                           mime="text/csv", key=f"csv_{name}", on_click="ignore")
+
+
+def fragment(func: Callable | None = None, *, run_every: float | None = None) -> Callable:
+    """`st.fragment` whose every run speaks the session's language: a fragment's run does not
+    pass through main(), which sets it otherwise (i18n/)."""
+    def wrap(f: Callable) -> Callable:
+        @functools.wraps(f)
+        def in_language(*args: Any, **kw: Any) -> Any:
+            use(chosen_language())
+            return f(*args, **kw)
+        return st.fragment(in_language, run_every=run_every)
+    return wrap(func) if func is not None else wrap
 
 
 def tokens_for(trace: Trace, side: str, index: int = 0) -> list[str]:

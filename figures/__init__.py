@@ -29,7 +29,7 @@ from figures.decoding import beam_tree, distribution, token_confidence, top_k_ba
 from figures.knockout import knockout_grid, probability_change
 from figures.positional import embedding_decomposition, pe_curves, pe_heatmap, pe_similarity
 from figures.training import lab_curves, training_curves
-from figures.vectors import token_bars, unit_bars, update_sizes, vector_heatmap
+from figures.vectors import SUBLAYER_NAMES, token_bars, unit_bars, update_sizes, vector_heatmap
 
 __all__ = [
     "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heatmap",
@@ -39,5 +39,5 @@ __all__ = [
     "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",
     "mask_heatmap", "pe_curves", "pe_heatmap", "pe_similarity", "probability_change", "row_across_heads",
     "score_pipeline", "scores_heatmap", "token_bars", "token_confidence", "top_k_bar", "training_curves",
-    "unit_bars", "update_sizes", "vector_heatmap", "poll_results",
+    "unit_bars", "update_sizes", "SUBLAYER_NAMES", "vector_heatmap", "poll_results",
 ]

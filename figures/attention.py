@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from figures.common import COLORSCALE, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, customdata, hover, label, labels
+from i18n import _
 
 
 def attention_heatmap(
@@ -19,8 +20,8 @@ def attention_heatmap(
     rows: Sequence[str],
     cols: Sequence[str],
     title: str = "",
-    row_title: str = "query",
-    col_title: str = "key",
+    row_title: str | None = None,           # "query" (in the interface's language) unless given
+    col_title: str | None = None,           # "key"
     highlight_row: int | None = None,
     zmax: float | None = 1.0,
     height: int | None = None,
@@ -29,6 +30,8 @@ def attention_heatmap(
     """One attention matrix (Tq, Tk): rows = queries, columns = keys. Without `colorscale`,
     the display's sequential scale colours it (figures.display)."""
     matrix = np.asarray(matrix, dtype=float)
+    row_title = _("query") if row_title is None else row_title
+    col_title = _("key") if col_title is None else col_title
     if matrix.shape != (len(rows), len(cols)):
         raise ValueError(f"matrix {matrix.shape} does not match {len(rows)} row and {len(cols)} column tokens")
     trace = dict(type="heatmap", z=matrix, x=list(range(len(cols))), y=list(range(len(rows))),
@@ -60,11 +63,11 @@ def attention_grid(
     n_r, n_c, tq, tk = attn.shape
     if (tq, tk) != (len(rows), len(cols)):
         raise ValueError(f"matrices ({tq}, {tk}) do not match {len(rows)} row and {len(cols)} column tokens")
-    row_names = row_names or [f"layer {i}" for i in range(n_r)]
-    col_names = col_names or [f"head {j}" for j in range(n_c)]
+    row_names = row_names or [_("layer {i}").format(i=i) for i in range(n_r)]
+    col_names = col_names or [_("head {j}").format(j=j) for j in range(n_c)]
     # Float32 z and no per-cell hover strings: the grid is an overview, hover names positions
     # (the single-head chart beside it names tokens). Sends ~6x less than a customdata copy per head.
-    hover = "<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>"
+    hover = _("<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>")
     cells = [(i, j) for i in range(n_r) for j in range(n_c)]
     traces = [dict(type="heatmap", z=attn[i, j].astype(np.float32), coloraxis="coloraxis",
                    hovertemplate=f"{row_names[i]}, {col_names[j]}" + hover,
@@ -128,14 +131,14 @@ def row_across_heads(
     attn = np.asarray(attn, dtype=float)
     n_l, n_h = attn.shape[:2]
     rows = attn[:, :, query, :].reshape(n_l * n_h, -1)
-    names = [f"L{i} H{j}" for i in range(n_l) for j in range(n_h)]
+    names = [_("L{layer} H{head}").format(layer=i, head=j) for i in range(n_l) for j in range(n_h)]
     return attention_heatmap(
         rows,
         names,
         cols,
-        title=f"what {label(query_token)} looks at, in every head",
-        row_title="layer/head",
-        col_title="key",
+        title=_("what {token} looks at, in every head").format(token=label(query_token)),
+        row_title=_("layer/head"),
+        col_title=_("key"),
         height=160 + 16 * len(names),
     )
 
@@ -152,8 +155,8 @@ def mask_heatmap(
         colorscale=[[0, "#f2f2f2"], [1, "#2b6cb0"]],
     )
     fig.update_traces(
-        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>"
-        "%{z:.0f} (1 = may attend, 0 = blocked)<extra></extra>",
+        hovertemplate=_("query %{customdata[0]}<br>key %{customdata[1]}<br>"
+                        "%{z:.0f} (1 = may attend, 0 = blocked)<extra></extra>"),
         showscale=False,
     )
     return fig
@@ -171,7 +174,7 @@ def scores_heatmap(
         text=text,
         texttemplate="%{text}",
         zmin=None,
-        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>score %{z:.3f}<extra></extra>",
+        hovertemplate=_("query %{customdata[0]}<br>key %{customdata[1]}<br>score %{z:.3f}<extra></extra>"),
     )
     return fig
 
@@ -187,7 +190,7 @@ def score_pipeline(
     fig = make_subplots(
         rows=1,
         cols=3,
-        subplot_titles=("q·k", f"{scaled_name} (masked: −∞ → blank)", "softmax"),
+        subplot_titles=("q·k", _("{scaled} (masked: −∞ → blank)").format(scaled=scaled_name), "softmax"),
         horizontal_spacing=0.06,
     )
     x = list(range(len(keys)))

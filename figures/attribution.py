@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from figures.common import COLORSCALE, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, customdata, labels
+from i18n import _
 
 PREFIX_MARK = "↳ "        # marks the prefix's columns (the output so far) apart from the source's
 
@@ -31,15 +32,15 @@ def attribution_heatmap(source: np.ndarray, prefix: np.ndarray, source_tokens: S
     z = np.concatenate([source, prefix], axis=1)
     trace = dict(type="heatmap", z=z, x=list(range(len(cols))), y=list(range(t)),
                  customdata=customdata(generated_tokens, cols),
-                 hovertemplate="generated: %{customdata[0]}<br>input: %{customdata[1]}<br>share: %{z:.3f}"
-                               "<extra></extra>",
+                 hovertemplate=_("generated: %{customdata[0]}<br>input: %{customdata[1]}<br>share: %{z:.3f}"
+                                 "<extra></extra>"),
                  zmin=0, zmax=1, colorscale=COLORSCALE, meta=SEQUENTIAL, colorbar=dict(thickness=12))
     shapes = [dict(type="line", x0=s - 0.5, x1=s - 0.5, y0=-0.5, y1=t - 0.5, line=dict(color="#333", width=2))]
     if highlight_row is not None:
         shapes.append(dict(type="rect", x0=-0.5, x1=len(cols) - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                            line=dict(color=STATUS_COLORS["chosen"], width=3)))
-    layout = dict(title=dict(text=title), xaxis=dict(axis(cols, "source  |  output so far (↳)"), tickangle=-60),
-                  yaxis=axis(generated_tokens, "generated token", reverse=True), shapes=shapes,
+    layout = dict(title=dict(text=title), xaxis=dict(axis(cols, _("source  |  output so far (↳)")), tickangle=-60),
+                  yaxis=axis(generated_tokens, _("generated token"), reverse=True), shapes=shapes,
                   height=min(900, 200 + 24 * max(t, 8)), margin=MARGIN)
     return go.Figure(dict(data=[trace], layout=layout))
 
@@ -52,9 +53,9 @@ def source_share_bars(generated_tokens: Sequence[str], shares: Mapping[str, np.n
         fig.add_trace(go.Bar(x=list(range(len(generated_tokens))), y=np.asarray(values, dtype=float), name=name,
                              marker_pattern_shape=["", "/", "."][i % 3],
                              customdata=labels(generated_tokens),
-                             hovertemplate=f"{name}<br>%{{customdata}}: %{{y:.0%}} from the source<extra></extra>"))
+                             hovertemplate=f"{name}<br>" + _("%{customdata}: %{y:.0%} from the source<extra></extra>")))
     fig.update_layout(title=title, barmode="group", height=320, margin=MARGIN, xaxis=axis(generated_tokens),
-                      yaxis=dict(range=[0, 1], tickformat=".0%", title="share from the source"),
+                      yaxis=dict(range=[0, 1], tickformat=".0%", title=_("share from the source")),
                       legend=dict(orientation="h", y=-0.35))
     return fig
 
@@ -65,12 +66,13 @@ def head_agreement_grid(agreement: np.ndarray, title: str = "") -> go.Figure:
     agreement = np.asarray(agreement, dtype=float)
     n_layers, n_heads = agreement.shape
     text = [["" if np.isnan(v) else f"{v:.2f}" for v in row] for row in agreement]
-    heads, layers = [f"head {h}" for h in range(n_heads)], [f"layer {i}" for i in range(n_layers)]
+    heads = [_("head {j}").format(j=h) for h in range(n_heads)]
+    layers = [_("layer {i}").format(i=i) for i in range(n_layers)]
     fig = go.Figure(go.Heatmap(
         z=agreement, x=list(range(n_heads)), y=list(range(n_layers)), zmin=-1, zmax=1, zmid=0, colorscale="RdBu",
         text=text, texttemplate="%{text}", colorbar=dict(thickness=12),
         customdata=[[f"{layer}, {head}" for head in heads] for layer in layers],
-        hovertemplate="cross-attention %{customdata}<br>correlation %{z:.2f}<extra></extra>"))
+        hovertemplate=_("cross-attention %{customdata}<br>correlation %{z:.2f}<extra></extra>")))
     fig.update_layout(title=title, height=140 + 40 * n_layers, margin=MARGIN, xaxis=axis(heads),
                       yaxis=axis(layers, reverse=True))
     return fig
@@ -85,12 +87,14 @@ def faithfulness_bars(methods: Sequence[str], drops: np.ndarray, errors: np.ndar
     names = [methods[i] for i in order]
     fig = go.Figure()
     for j, k in enumerate(ks):
-        fig.add_trace(go.Bar(y=list(range(len(names))), x=drops[order, j], orientation="h", name=f"top-{k} erased",
+        fig.add_trace(go.Bar(y=list(range(len(names))), x=drops[order, j], orientation="h",
+                             name=_("top-{k} erased").format(k=k),
                              error_x=dict(type="data", array=errors[order, j]), marker_pattern_shape=["", "/"][j % 2],
                              text=[f"{v:.2f}" for v in drops[order, j]], textposition="outside",
                              customdata=labels(names), hovertemplate="%{customdata}: %{x:.3f}<extra></extra>"))
     fig.update_layout(title=title, barmode="group", height=140 + 44 * len(names), margin=dict(MARGIN, l=10),
-                      yaxis=axis(names, reverse=True), xaxis=dict(title="mean drop of log p (higher: more faithful)"),
+                      yaxis=axis(names, reverse=True),
+                      xaxis=dict(title=_("mean drop of log p (higher: more faithful)")),
                       legend=dict(orientation="h", y=-0.12))
     return fig
 
@@ -104,13 +108,14 @@ def step_used_vs_looked(source_tokens: Sequence[str], attention: np.ndarray, use
         return v / v.sum() if v.sum() > 0 else v
     x = list(range(len(source_tokens)))
     fig = go.Figure([
-        go.Bar(x=x, y=share(attention), name="where it looked (cross-attention, heads averaged)",
+        go.Bar(x=x, y=share(attention), name=_("where it looked (cross-attention, heads averaged)"),
                customdata=labels(source_tokens), hovertemplate="%{customdata}: %{y:.0%}<extra></extra>"),
-        go.Bar(x=x, y=share(used), name=f"what it used ({method})", marker_pattern_shape="/",
+        go.Bar(x=x, y=share(used), name=_("what it used ({method})").format(method=method), marker_pattern_shape="/",
                customdata=labels(source_tokens), hovertemplate="%{customdata}: %{y:.0%}<extra></extra>"),
     ])
     fig.update_layout(title=title, barmode="group", height=320, margin=MARGIN, xaxis=axis(source_tokens),
-                      yaxis=dict(tickformat=".0%", title="share of the source"), legend=dict(orientation="h", y=-0.3))
+                      yaxis=dict(tickformat=".0%", title=_("share of the source")),
+                      legend=dict(orientation="h", y=-0.3))
     return fig
 
 
@@ -123,8 +128,8 @@ def looked_vs_used(looked: np.ndarray, used: np.ndarray, source_tokens: Sequence
         fig.add_trace(go.Heatmap(z=np.asarray(z, dtype=float), x=list(range(len(source_tokens))),
                                  y=list(range(len(generated_tokens))), coloraxis="coloraxis",
                                  customdata=customdata(generated_tokens, source_tokens),
-                                 hovertemplate="generated: %{customdata[0]}<br>source: %{customdata[1]}<br>"
-                                               "share: %{z:.3f}<extra></extra>"), row=1, col=j)
+                                 hovertemplate=_("generated: %{customdata[0]}<br>source: %{customdata[1]}<br>"
+                                                 "share: %{z:.3f}<extra></extra>")), row=1, col=j)
         fig.update_xaxes(axis(source_tokens), tickangle=-60, row=1, col=j)
         fig.update_yaxes(axis(generated_tokens, reverse=True), row=1, col=j)
     fig.update_layout(title=title, meta=SEQUENTIAL, coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1,

@@ -6,8 +6,9 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from figures.common import MARGIN, axis, labels
+from i18n import N_, _, ngettext
 
-OTHER = "(their own word)"
+OTHER = N_("(their own word)")
 CLASS_COLOR, MODEL_COLOR = "#0072B2", "#E69F00"        # Okabe-Ito blue and orange: told apart without hue
 
 
@@ -20,17 +21,19 @@ def poll_results(options: Sequence[str], answers: Sequence[str], model: Mapping[
     share = [sum(a == o for a in answers) / n for o in options] + \
         ([sum(a not in options for a in answers) / n] if OTHER in rows else [])
     at = list(range(len(rows)))
-    fig = go.Figure(go.Bar(name=f"class ({len(answers)} answer{'s' if len(answers) != 1 else ''})", x=share,
+    shown = [_(OTHER) if r == OTHER else r for r in rows]
+    fig = go.Figure(go.Bar(name=ngettext("class ({n} answer)", "class ({n} answers)", len(answers)).format(
+                               n=len(answers)), x=share,
                            y=at, orientation="h", marker=dict(color=CLASS_COLOR), text=[f"{s:.0%}" for s in share],
-                           textposition="outside", customdata=labels(rows),
-                           hovertemplate="%{customdata}: %{x:.0%} of the class<extra></extra>"))
+                           textposition="outside", customdata=labels(shown),
+                           hovertemplate=_("%{customdata}: %{x:.0%} of the class<extra></extra>")))
     if model is not None:
         probs = [model.get(o, 0.0) for o in options] + ([None] if OTHER in rows else [])
-        fig.add_bar(name="model", x=probs, y=at, orientation="h", customdata=labels(rows),
+        fig.add_bar(name=_("model"), x=probs, y=at, orientation="h", customdata=labels(shown),
                     marker=dict(color=MODEL_COLOR, pattern_shape="/"),
                     text=[f"{p:.0%}" if p is not None else "" for p in probs], textposition="outside",
                     hovertemplate="%{customdata}: p = %{x:.3f}<extra></extra>")
-    fig.update_layout(title=title, barmode="group", yaxis=axis(rows, reverse=True),
-                      xaxis=dict(range=[0, 1.2], title="share of the class / probability", tickformat=".0%"),
+    fig.update_layout(title=title, barmode="group", yaxis=axis(shown, reverse=True),
+                      xaxis=dict(range=[0, 1.2], title=_("share of the class / probability"), tickformat=".0%"),
                       height=140 + 44 * len(rows), margin=MARGIN, legend=dict(orientation="h", y=-0.25))
     return fig

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 COLORSCALE = "Blues"
 CONTRAST_COLORSCALE = "Viridis"
 DIVERGING = "RdBu"
@@ -81,7 +83,8 @@ def axis(tokens: Sequence[str], title: str | None = None, reverse: bool = False)
 
 
 def hover(row_name: str, col_name: str) -> str:
-    return f"{row_name}: %{{customdata[0]}}<br>{col_name}: %{{customdata[1]}}<br>weight: %{{z:.4f}}<extra></extra>"
+    return (f"{row_name}: %{{customdata[0]}}<br>{col_name}: %{{customdata[1]}}<br>"
+            + _("weight: %{z:.4f}<extra></extra>"))
 
 
 def customdata(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:

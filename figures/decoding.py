@@ -6,6 +6,9 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from figures.common import MARGIN, STATUS_COLORS, axis, label, labels
+from i18n import N_, _
+
+STATUS_NAMES = {"live": N_("live"), "kept": N_("kept"), "finished": N_("finished"), "pruned": N_("pruned")}
 
 
 def top_k_bar(
@@ -28,7 +31,7 @@ def top_k_bar(
     fig.update_layout(
         title=title,
         yaxis=axis(tokens, reverse=True),
-        xaxis=dict(range=[0, 1.15], title="probability"),
+        xaxis=dict(range=[0, 1.15], title=_("probability")),
         height=120 + 28 * len(tokens),
         margin=MARGIN,
     )
@@ -58,7 +61,7 @@ def beam_tree(
                 x=[nodes[i]["x"] for i in idx],
                 y=[nodes[i]["y"] for i in idx],
                 mode="markers+text",
-                name=status,
+                name=_(STATUS_NAMES[status]),
                 text=[label(nodes[i]["token"]) for i in idx],
                 textposition="top center",
                 marker=dict(
@@ -68,13 +71,14 @@ def beam_tree(
                     line=dict(width=[3 if i == selected else 0 for i in idx], color=STATUS_COLORS["chosen"]),
                 ),
                 customdata=[[label(nodes[i].get("text", nodes[i]["token"])), nodes[i]["score"]] for i in idx],
-                hovertemplate="%{customdata[0]}<br>score %{customdata[1]:.3f}<extra>" + status + "</extra>",
+                hovertemplate=_("%{customdata[0]}<br>score %{customdata[1]:.3f}")
+                + f"<extra>{_(STATUS_NAMES[status])}</extra>",
                 textfont=dict(color="#999999" if status == "pruned" else "#222222"),
             )
         )
     fig.update_layout(
         title=title,
-        xaxis=dict(title="step", dtick=1, zeroline=False),
+        xaxis=dict(title=_("step"), dtick=1, zeroline=False),
         yaxis=dict(visible=False, autorange="reversed"),
         height=260 + 22 * max([n["y"] for n in nodes] + [0]),
         margin=MARGIN,
@@ -88,7 +92,7 @@ def distribution(tokens: Sequence[str], probs: Sequence[float], kept: Sequence[b
     colours = [STATUS_COLORS["kept"] if k else STATUS_COLORS["pruned"] for k in kept]
     fig = go.Figure(go.Bar(x=list(range(len(tokens))), y=list(probs), marker_color=colours,
                            customdata=labels(tokens), hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
-    fig.update_layout(title=title, height=320, margin=MARGIN, yaxis_title="probability",
+    fig.update_layout(title=title, height=320, margin=MARGIN, yaxis_title=_("probability"),
                       yaxis_range=[0, 1], xaxis=axis(tokens))
     fig.update_xaxes(tickangle=-60)
     return fig
@@ -99,16 +103,17 @@ def token_confidence(tokens: Sequence[str], probs: Sequence[float], low: float, 
     """How sure the model was of each output token (EOS last): bars under `low` are unsure,
     drawn hatched and in another colour, and named in the text (never colour alone); the
     token of the current step outlined."""
-    unsure = [p < low for p in probs]
+    unsure, unsure_word = [p < low for p in probs], _("unsure")
     fig = go.Figure(go.Bar(
         x=list(range(len(tokens))), y=list(probs),
         marker=dict(color=[STATUS_COLORS["chosen"] if u else STATUS_COLORS["kept"] for u in unsure],
                     pattern=dict(shape=["/" if u else "" for u in unsure]),
                     line=dict(width=[3 if i == current else 0 for i in range(len(tokens))], color="black")),
-        text=[f"{p:.2f}{' unsure' if u else ''}" for p, u in zip(probs, unsure)], textposition="outside",
+        text=[f"{p:.2f} {unsure_word}" if u else f"{p:.2f}" for p, u in zip(probs, unsure)], textposition="outside",
         customdata=labels(tokens), hovertemplate="%{customdata}: P = %{y:.3f}<extra></extra>"))
     fig.add_hline(y=low, line_dash="dot")
-    fig.update_layout(title=f"{title} (dotted: unsure below {low:g})" if title else f"unsure below {low:g}",
-                      height=300, margin=MARGIN, yaxis=dict(range=[0, 1.18], title="probability"),
+    fig.update_layout(title=_("{title} (dotted: unsure below {low})").format(title=title, low=f"{low:g}") if title
+                      else _("unsure below {low}").format(low=f"{low:g}"),
+                      height=300, margin=MARGIN, yaxis=dict(range=[0, 1.18], title=_("probability")),
                       xaxis=axis(tokens))
     return fig

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import FOLLOWS_FONT
+from i18n import N_, _
 from model import names
 from model.config import ModelConfig
 from model.trace import Trace
@@ -44,40 +45,45 @@ class Block:
 
 def blocks(cfg: ModelConfig) -> list[Block]:
     """The blocks of figure 1 for this model, bottom to top."""
-    pe = "+ positional encoding" if cfg.positional_encoding else "(no positional encoding)"
+    pe = _("+ positional encoding") if cfg.positional_encoding else _("(no positional encoding)")
     scale = f" × √{cfg.d_model}" if cfg.scale_embedding else ""
-    out = [Block("encoder.embedding", f"Input embedding{scale}", "encoder", 1.0, "embed"),
+    ffn = _("Feed forward ({d}→{d_ff}→{d})").format(d=cfg.d_model, d_ff=cfg.d_ff)
+    out = [Block("encoder.embedding", _("Input embedding") + scale, "encoder", 1.0, "embed"),
            Block("encoder.positional", pe, "encoder", 2.1, "pe"),
-           Block("encoder.self_attn", f"Multi-head attention ({cfg.n_heads} heads)", "encoder", 3.6, "attn"),
+           Block("encoder.self_attn", _("Multi-head attention ({n} heads)").format(n=cfg.n_heads), "encoder", 3.6,
+                 "attn"),
            Block("encoder.self_attn.norm", "Add & Norm", "encoder", 4.6, "norm"),
-           Block("encoder.feed_forward", f"Feed forward ({cfg.d_model}→{cfg.d_ff}→{cfg.d_model})", "encoder", 5.8,
-                 "ffn"),
+           Block("encoder.feed_forward", ffn, "encoder", 5.8, "ffn"),
            Block("encoder.feed_forward.norm", "Add & Norm", "encoder", 6.8, "norm"),
-           Block("decoder.embedding", f"Output embedding{scale}", "decoder", 1.0, "embed"),
+           Block("decoder.embedding", _("Output embedding") + scale, "decoder", 1.0, "embed"),
            Block("decoder.positional", pe, "decoder", 2.1, "pe"),
-           Block("decoder.self_attn", "Masked multi-head attention", "decoder", 3.6, "attn"),
+           Block("decoder.self_attn", _("Masked multi-head attention"), "decoder", 3.6, "attn"),
            Block("decoder.self_attn.norm", "Add & Norm", "decoder", 4.6, "norm"),
-           Block("decoder.cross_attn", "Multi-head attention (K, V: encoder)", "decoder", 5.8, "attn"),
+           Block("decoder.cross_attn", _("Multi-head attention (K, V: encoder)"), "decoder", 5.8, "attn"),
            Block("decoder.cross_attn.norm", "Add & Norm", "decoder", 6.8, "norm"),
-           Block("decoder.feed_forward", f"Feed forward ({cfg.d_model}→{cfg.d_ff}→{cfg.d_model})", "decoder", 8.0,
-                 "ffn"),
+           Block("decoder.feed_forward", ffn, "decoder", 8.0, "ffn"),
            Block("decoder.feed_forward.norm", "Add & Norm", "decoder", 9.0, "norm"),
-           Block("output.linear", "Linear" + (" (tied to the embedding)" if cfg.tie_embeddings else ""), "decoder",
-                 10.6, "linear"),
+           Block("output.linear", _("Linear (tied to the embedding)") if cfg.tie_embeddings else _("Linear"),
+                 "decoder", 10.6, "linear"),
            Block("output.softmax", "Softmax", "decoder", 11.6, "softmax")]
     return out
 
 
 def picker_names(cfg: ModelConfig) -> dict[str, str]:
     """A distinct name per block, for a list of them (two Add & Norms per encoder layer)."""
-    items = {b.id: b for b in blocks(cfg)}
     names = {}
-    for b in items.values():
+    for b in blocks(cfg):
         label = b.label
         if b.id.endswith(".norm"):
-            label = f"Add & Norm after {items[b.id.removesuffix('.norm')].label.split(' (')[0].lower()}"
-        names[b.id] = f"{b.side}: {label}" if b.id.startswith(("encoder", "decoder")) else label
+            label = _("Add & Norm after {sublayer}").format(sublayer=_(AFTER[b.id.split(".")[1]][b.side]))
+        names[b.id] = f"{_(SIDES[b.side])}: {label}" if b.id.startswith(("encoder", "decoder")) else label
     return names
+
+
+SIDES = {"encoder": N_("encoder"), "decoder": N_("decoder")}
+AFTER = {"self_attn": {"encoder": N_("multi-head attention"), "decoder": N_("masked multi-head attention")},
+         "cross_attn": {"decoder": N_("multi-head attention")},
+         "feed_forward": {"encoder": N_("feed forward"), "decoder": N_("feed forward")}}
 
 
 def _strip(block: Block, values: np.ndarray, width: float = STRIP) -> dict:
@@ -131,7 +137,7 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
     traces.append(dict(type="scatter", x=[X[b.side] for b in items], y=[b.y for b in items], mode="markers",
                        marker=dict(size=38, symbol="square", opacity=0, color="#000"),   # clickable, not seen
                        customdata=[b.id for b in items],
-                       hovertext=[f"{b.label}: click for details" for b in items],
+                       hovertext=[_("{block}: click for details").format(block=b.label) for b in items],
                        hoverinfo="text", showlegend=False))
     layout = dict(title=title, height=960 if large else 720, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                   dragmode=False, clickmode="event+select", showlegend=False,
@@ -173,5 +179,5 @@ def values_of(trace: Trace, source: int, target: int, layer: int, top: Sequence[
             v[f"{stack}.{sub}"] = (trace[names.part(name, "update")][0, i].numpy() if sub == "feed_forward"
                                    else trace[name][0, :, i].mean(0).numpy())      # the heads' mean attention row
     texts = {"output.softmax": "  ".join(f"{html.escape(t)} {p:.2f}" for t, p in top[:3]),
-             "output.linear": f"→ {len(trace[names.LOGITS][0, target])} logits"}
+             "output.linear": "→ " + _("{n} logits").format(n=len(trace[names.LOGITS][0, target]))}
     return v, texts

@@ -8,9 +8,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import DIVERGING, MARGIN, SEQUENTIAL, axis, cell_targets, labels
+from i18n import N_, _
 
-PROFILE = (("left", "farther left"), ("previous", "previous"), ("same", "same / diagonal"), ("next", "next"),
-           ("right", "farther right"))
+PROFILE = (("left", N_("farther left")), ("previous", N_("previous")), ("same", N_("same / diagonal")),
+           ("next", N_("next")), ("right", N_("farther right")))
 QUERY_COLOR, KEY_COLOR = "#0072b2", "#e69f00"        # Okabe-Ito blue and orange: safe for colour-blind eyes
 
 
@@ -23,13 +24,15 @@ def head_grid(values: np.ndarray, roles: Sequence[Sequence[str]], title: str, va
     n_layers, n_heads = values.shape
     text = [[f"<b>{'–' if np.isnan(v) else f'{v:.2f}'}</b><br>{_short(r)}" for v, r in zip(row, rrow)]
             for row, rrow in zip(values, roles)]
-    heads, layers = [f"head {h}" for h in range(n_heads)], [f"layer {i}" for i in range(n_layers)]
+    heads = [_("head {j}").format(j=h) for h in range(n_heads)]
+    layers = [_("layer {i}").format(i=i) for i in range(n_layers)]
     finite = values[np.isfinite(values)]
     scale = dict(colorscale=DIVERGING, reversescale=True, zmid=0,
                  zmax=float(np.abs(finite).max()) if finite.size else 1.0) if signed else dict(meta=SEQUENTIAL)
     if signed:
         scale["zmin"] = -scale["zmax"]
-    hover = [[f"layer {i}, head {h}: {roles[i][h]}<br>{value_name} " + ("–" if np.isnan(values[i, h]) else
+    hover = [[_("layer {layer}, head {head}").format(layer=i, head=h) + f": {roles[i][h]}<br>{value_name} " +
+              ("–" if np.isnan(values[i, h]) else
               f"{values[i, h]:.3f}") for h in range(n_heads)] for i in range(n_layers)]
     fig = go.Figure([go.Heatmap(z=values, x=list(range(n_heads)), y=list(range(n_layers)), text=text,
                                 texttemplate="%{text}", hoverinfo="skip", colorbar=dict(thickness=12),
@@ -55,9 +58,9 @@ def offset_profile(shares: dict[str, float], extra: dict[str, float], title: str
     y = [shares[key] for key, _ in PROFILE] + list(extra.values())
     colors = [QUERY_COLOR] * len(PROFILE) + [KEY_COLOR] * len(extra)
     fig = go.Figure(go.Bar(x=names, y=y, marker_color=colors, text=[f"{v:.0%}" for v in y], textposition="outside",
-                           hovertemplate="%{x}: %{y:.1%} of the attention<extra></extra>"))
+                           hovertemplate=_("%{x}: %{y:.1%} of the attention<extra></extra>")))
     fig.update_layout(title=title, height=320, margin=MARGIN, yaxis=dict(range=[0, 1.1], tickformat=".0%",
-                      title="share of attention"), showlegend=False)
+                      title=_("share of attention")), showlegend=False)
     return fig
 
 
@@ -66,13 +69,13 @@ def qk_map(queries: np.ndarray, keys: np.ndarray, query_labels: Sequence[str], k
     """One head's sampled queries and keys on one plane (model/heads/qkmap.py): circles for queries,
     diamonds for keys (shape and colour both tell them apart), the token and its sentence on hover."""
     fig = go.Figure()
-    for name, xy, text, color, symbol in (("queries", queries, query_labels, QUERY_COLOR, "circle"),
-                                          ("keys", keys, key_labels, KEY_COLOR, "diamond")):
+    for name, one, xy, text, color, symbol in ((_("queries"), _("query"), queries, query_labels, QUERY_COLOR, "circle"),
+                                               (_("keys"), _("key"), keys, key_labels, KEY_COLOR, "diamond")):
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
         fig.add_trace(go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="markers", name=name, text=labels(text),
                                    marker=dict(color=color, symbol=symbol, size=7, opacity=0.75),
-                                   hovertemplate=f"{name[:-1]}: %{{text}}<extra></extra>"))
+                                   hovertemplate=f"{one}: %{{text}}<extra></extra>"))
     fig.update_layout(title=title, height=460, margin=MARGIN, legend=dict(orientation="h", y=-0.08),
-                      xaxis=dict(zeroline=False, showticklabels=False, title="first joint component"),
-                      yaxis=dict(zeroline=False, showticklabels=False, title="second", scaleanchor="x"))
+                      xaxis=dict(zeroline=False, showticklabels=False, title=_("first joint component")),
+                      yaxis=dict(zeroline=False, showticklabels=False, title=_("second"), scaleanchor="x"))
     return fig

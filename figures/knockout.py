@@ -7,17 +7,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import MARGIN, axis, cell_targets, labels
+from i18n import _
 
 
 def probability_change(tokens: Sequence[str], before: Sequence[float], after: Sequence[float]) -> go.Figure:
     """Each output token's probability with all heads, and with the chosen heads off."""
     x = list(range(len(tokens)))
-    fig = go.Figure([go.Bar(x=x, y=list(before), name="all heads", customdata=labels(tokens),
-                            hovertemplate="%{customdata}: %{y:.4f}<extra>all heads</extra>"),
-                     go.Bar(x=x, y=list(after), name="heads knocked out", customdata=labels(tokens),
-                            hovertemplate="%{customdata}: %{y:.4f}<extra>knocked out</extra>")])
-    fig.update_layout(barmode="group", title="probability of each token of the original translation",
-                      xaxis=axis(tokens, "token"), yaxis=dict(title="probability", range=[0, 1]),
+    fig = go.Figure([go.Bar(x=x, y=list(before), name=_("all heads"), customdata=labels(tokens),
+                            hovertemplate="%{customdata}: %{y:.4f}<extra>" + _("all heads") + "</extra>"),
+                     go.Bar(x=x, y=list(after), name=_("heads knocked out"), customdata=labels(tokens),
+                            hovertemplate="%{customdata}: %{y:.4f}<extra>" + _("knocked out") + "</extra>")])
+    fig.update_layout(barmode="group", title=_("probability of each token of the original translation"),
+                      xaxis=axis(tokens, _("token")), yaxis=dict(title=_("probability"), range=[0, 1]),
                       height=380, margin=MARGIN, legend=dict(orientation="h"))
     return fig
 
@@ -28,9 +29,9 @@ def knockout_grid(effects: np.ndarray, modules: Sequence[str], title: str = "") 
     module (rows). Red: the translation got less likely without it."""
     effects = np.asarray(effects, dtype=float)
     n_heads = effects.shape[1] - 1
-    cols = [f"head {h}" for h in range(n_heads)] + ["whole layer"]
+    cols = [_("head {j}").format(j=h) for h in range(n_heads)] + [_("whole layer")]
     limit = float(np.abs(effects).max()) or 1.0
-    hover = [[f"{m}, {c}<br>log-probability drop {v:.3f}" for c, v in zip(cols, row)]
+    hover = [[f"{m}, {c}<br>" + _("log-probability drop {drop}").format(drop=f"{v:.3f}") for c, v in zip(cols, row)]
              for m, row in zip(modules, effects)]
     fig = go.Figure([go.Heatmap(
         z=effects, x=list(range(n_heads + 1)), y=list(range(len(modules))), colorscale="RdBu", reversescale=True,

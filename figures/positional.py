@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from figures.attention import attention_heatmap
 from figures.common import DIVERGING, MARGIN, axis, labels
+from i18n import _
 
 
 def pe_heatmap(pe: np.ndarray, tokens: Sequence[str]) -> go.Figure:
@@ -22,13 +23,13 @@ def pe_heatmap(pe: np.ndarray, tokens: Sequence[str]) -> go.Figure:
             zmax=1,
             zmid=0,
             customdata=np.array([[r] * pe.shape[1] for r in labels(rows)], dtype=object),
-            hovertemplate="position %{customdata}<br>dimension %{x}<br>PE %{z:.4f}<extra></extra>",
+            hovertemplate=_("position %{customdata}<br>dimension %{x}<br>PE %{z:.4f}<extra></extra>"),
             colorbar=dict(thickness=12),
         )
     )
     fig.update_layout(
-        title="positional encoding of this sentence's positions",
-        xaxis=dict(title="dimension i"),
+        title=_("positional encoding of this sentence's positions"),
+        xaxis=dict(title=_("dimension i")),
         yaxis=axis(rows, "position", reverse=True),
         height=min(700, 200 + 22 * len(rows)),
         margin=MARGIN,
@@ -47,12 +48,13 @@ def pe_curves(table: np.ndarray, dims: Sequence[int]) -> go.Figure:
                 x=list(range(table.shape[0])),
                 y=table[:, i],
                 mode="lines",
-                name=f"dim {i} ({kind}, wavelength {2 * np.pi * 10000 ** ((i - i % 2) / table.shape[1]):.0f})",
+                name=_("dim {i} ({kind}, wavelength {w})").format(
+                    i=i, kind=kind, w=f"{2 * np.pi * 10000 ** ((i - i % 2) / table.shape[1]):.0f}"),
             )
         )
     fig.update_layout(
-        title="each dimension is a sinusoid of its own wavelength",
-        xaxis_title="position",
+        title=_("each dimension is a sinusoid of its own wavelength"),
+        xaxis_title=_("position"),
         yaxis=dict(title="PE", range=[-1.1, 1.1]),
         height=360,
         margin=MARGIN,
@@ -69,14 +71,14 @@ def pe_similarity(pe: np.ndarray, tokens: Sequence[str]) -> go.Figure:
         sim,
         rows,
         rows,
-        title="PE(i) · PE(j): similarity of positions",
-        row_title="position i",
-        col_title="position j",
+        title=_("PE(i) · PE(j): similarity of positions"),
+        row_title=_("position i"),
+        col_title=_("position j"),
         zmax=None,
         colorscale="Viridis",
     )
     fig.update_traces(
-        hovertemplate="%{customdata[0]} · %{customdata[1]}<br>dot product %{z:.2f}<extra></extra>", zmin=None
+        hovertemplate=_("%{customdata[0]} · %{customdata[1]}<br>dot product %{z:.2f}<extra></extra>"), zmin=None
     )
     return fig
 
@@ -88,13 +90,14 @@ def embedding_decomposition(
     embedding, pe = np.asarray(embedding, dtype=float), np.asarray(pe, dtype=float)
     x = list(range(len(tokens)))
     fig = go.Figure()
-    for name, arr in (("‖embedding · √d_model‖", embedding), ("‖PE‖", pe), ("‖sum‖ (encoder input)", embedding + pe)):
+    for name, arr in ((_("‖embedding · √d_model‖"), embedding), ("‖PE‖", pe),
+                      (_("‖sum‖ (encoder input)"), embedding + pe)):
         fig.add_trace(go.Bar(x=x, y=np.linalg.norm(arr, axis=-1), name=name))
     fig.update_layout(
         barmode="group",
-        title="what each position receives: token embedding + position",
+        title=_("what each position receives: token embedding + position"),
         xaxis=axis(tokens, "token"),
-        yaxis_title="L2 norm",
+        yaxis_title=_("L2 norm"),
         height=380,
         margin=MARGIN,
         legend=dict(orientation="h"),

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from figures.common import MARGIN
+from i18n import _
 
 
 def training_curves(log: Sequence[dict]) -> go.Figure:
@@ -15,28 +16,29 @@ def training_curves(log: Sequence[dict]) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(
         go.Scatter(
-            x=epochs, y=[r["train_loss"] for r in log], name="train loss (label-smoothed)", mode="lines+markers"
+            x=epochs, y=[r["train_loss"] for r in log], name=_("train loss (label-smoothed)"), mode="lines+markers"
         ),
         secondary_y=False,
     )
     fig.add_trace(
-        go.Scatter(x=epochs, y=[r["val_loss"] for r in log], name="val loss", mode="lines+markers"), secondary_y=False
+        go.Scatter(x=epochs, y=[r["val_loss"] for r in log], name=_("val loss"), mode="lines+markers"),
+        secondary_y=False
     )
     fig.add_trace(
         go.Scatter(
             x=epochs,
             y=[r["val_bleu"] for r in log],
-            name="val BLEU (greedy)",
+            name=_("val BLEU (greedy)"),
             mode="lines+markers",
             line=dict(dash="dot"),
         ),
         secondary_y=True,
     )
-    fig.update_xaxes(title="epoch", dtick=1)
-    fig.update_yaxes(title="loss", secondary_y=False)
+    fig.update_xaxes(title=_("epoch"), dtick=1)
+    fig.update_yaxes(title=_("loss"), secondary_y=False)
     fig.update_yaxes(title="BLEU", secondary_y=True)
     fig.update_layout(
-        title="training curves",
+        title=_("training curves"),
         height=380,
         margin=MARGIN,
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),  # clear of the axis title,
@@ -48,14 +50,15 @@ def lab_curves(steps: Sequence[int], train_loss: Sequence[float], heldout_loss: 
                token_acc: Sequence[float], seq_acc: Sequence[float]) -> go.Figure:
     """The training lab's live curves against the step: losses (log scale) on the left,
     held-out accuracies on the right. NaN values (no training loss before step 1) are gaps."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss (log scale)", "held-out accuracy, greedy decoding"),
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(_("loss (log scale)"), _("held-out accuracy, greedy decoding")),
                         horizontal_spacing=0.1)
-    lines = ((1, "training loss (label-smoothed)", train_loss, "solid"), (1, "held-out loss", heldout_loss, "dot"),
-             (2, "token accuracy", token_acc, "dot"), (2, "whole-sequence accuracy", seq_acc, "solid"))
+    lines = ((1, _("training loss (label-smoothed)"), train_loss, "solid"),
+             (1, _("held-out loss"), heldout_loss, "dot"),
+             (2, _("token accuracy"), token_acc, "dot"), (2, _("whole-sequence accuracy"), seq_acc, "solid"))
     fig.add_traces([go.Scatter(x=list(steps), y=[float(v) for v in values], name=name, mode="lines",
                                line=dict(dash=dash)) for _, name, values, dash in lines],
                    rows=[1] * len(lines), cols=[col for col, *_ in lines])
-    fig.update_xaxes(title="step")
+    fig.update_xaxes(title=_("step"))
     fig.update_yaxes(type="log", dtick="D2", row=1, col=1)      # labels at 1, 2, 5 of each decade
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10),

@@ -7,6 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import DIVERGING, MARGIN, STATUS_COLORS, axis, label, labels
+from i18n import N_, _
+
+SUBLAYER_NAMES = {"self_attn": N_("self attn"), "cross_attn": N_("cross attn"), "feed_forward": N_("feed forward")}
 
 
 def vector_heatmap(matrix: np.ndarray, rows: Sequence[str], title: str) -> go.Figure:
@@ -21,13 +24,13 @@ def vector_heatmap(matrix: np.ndarray, rows: Sequence[str], title: str) -> go.Fi
             zmin=-lim,
             zmax=lim,
             zmid=0,
-            hovertemplate="dimension %{x}<br>value %{z:.3f}<extra></extra>",
+            hovertemplate=_("dimension %{x}<br>value %{z:.3f}<extra></extra>"),
             colorbar=dict(thickness=10),
         )
     )
     fig.update_layout(
         title=title,
-        xaxis_title="dimension",
+        xaxis_title=_("dimension"),
         yaxis=axis(rows_l, reverse=True),
         height=min(600, 160 + 20 * len(rows)),
         margin=MARGIN,
@@ -38,17 +41,19 @@ def vector_heatmap(matrix: np.ndarray, rows: Sequence[str], title: str) -> go.Fi
 def update_sizes(ratios: np.ndarray, sublayers: Sequence[str], token: str) -> go.Figure:
     """ratios (L, n_sublayers): ||Sublayer(x)|| / ||x|| of one token, grouped by layer."""
     ratios = np.asarray(ratios, dtype=float)
-    layers = [f"layer {i}" for i in range(ratios.shape[0])]
-    fig = go.Figure([go.Bar(x=layers, y=ratios[:, j], name=name) for j, name in enumerate(sublayers)])
-    fig.update_layout(title=f"size of each sublayer's update against the stream, ‖Sublayer(x)‖ / ‖x‖, for "
-                            f"{label(token)}", barmode="group", height=300, margin=MARGIN,
-                      yaxis_title="ratio")
+    layers = [_("layer {i}").format(i=i) for i in range(ratios.shape[0])]
+    fig = go.Figure([go.Bar(x=layers, y=ratios[:, j], name=_(SUBLAYER_NAMES.get(name, name)))
+                     for j, name in enumerate(sublayers)])
+    fig.update_layout(title=_("size of each sublayer's update against the stream, ‖Sublayer(x)‖ / ‖x‖, for "
+                              "{token}").format(token=label(token)), barmode="group", height=300, margin=MARGIN,
+                      yaxis_title=_("ratio"))
     return fig
 
 
-def unit_bars(values: np.ndarray, title: str, highlight: Sequence[int] = (), x_title: str = "hidden unit") -> go.Figure:
+def unit_bars(values: np.ndarray, title: str, highlight: Sequence[int] = (), x_title: str | None = None) -> go.Figure:
     """One value per unit (e.g. the FFN's d_ff activations of a token); `highlight` in red."""
     values = np.asarray(values, dtype=float)
+    x_title = _("hidden unit") if x_title is None else x_title
     colours = [STATUS_COLORS["chosen"] if i in set(highlight) else STATUS_COLORS["kept"] for i in range(len(values))]
     fig = go.Figure(go.Bar(x=list(range(len(values))), y=values, marker_color=colours,
                            hovertemplate=f"{x_title} %{{x}}: %{{y:.3f}}<extra></extra>"))

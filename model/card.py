@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from i18n import N_, _
 from model.config import ModelConfig
 
 EVAL_RESULTS = "eval_results.json"
@@ -20,13 +21,14 @@ def _read_json(path: Path, default: Any) -> Any:
 
 
 # The corpora a model of ours may have read: found by name in its --data paths and data notes.
-CORPORA = {
-    "multi30k": "Multi30K task 1 (Elliott et al., 2016): image captions, 29,000 training pairs, `val` (1,014), "
-                "`test_2016_flickr` (1,000).",
-    "tatoeba": "Tatoeba English-German: short everyday sentences, 44,925 training pairs, `val` (1,000 English "
-               "sentences, 1,322 pairs) and `test` (1,000 sentences, 1,344 pairs), several translations per "
-               "sentence. Attribution: Tatoeba contributors (https://tatoeba.org), licensed CC BY 2.0 FR.",
+CORPORA = {   # marked for the catalog: `_(CORPORA[name])` where the app shows them
+    "multi30k": N_("Multi30K task 1 (Elliott et al., 2016): image captions, 29,000 training pairs, `val` (1,014), "
+                   "`test_2016_flickr` (1,000)."),
+    "tatoeba": N_("Tatoeba English-German: short everyday sentences, 44,925 training pairs, `val` (1,000 English "
+                  "sentences, 1,322 pairs) and `test` (1,000 sentences, 1,344 pairs), several translations per "
+                  "sentence. Attribution: Tatoeba contributors (https://tatoeba.org), licensed CC BY 2.0 FR."),
 }
+DECODINGS = {"greedy": N_("greedy"), "beam": N_("beam")}
 
 
 def corpora(config: dict[str, Any]) -> list[str]:
@@ -58,9 +60,11 @@ def _report_key(report: dict[str, Any]) -> tuple[str, str]:
 
 
 def report_title(report: dict[str, Any]) -> str:
-    """A test report's name, e.g. "tatoeba-en-de test (all 1,344 references of 1,000 sentences)"."""
+    """A test report's name, e.g. "tatoeba-en-de test (all 1,344 references of 1,000 sentences)", in the
+    interface's language (i18n/)."""
     data = _report_key(report)[0]
-    refs = (f" (all {report['reference_count']:,} references of {report['sentences']:,} sentences)"
+    refs = (" " + _("(all {refs} references of {n} sentences)").format(refs=f"{report['reference_count']:,}",
+                                                                       n=f"{report['sentences']:,}")
             if report.get("references") == "all" and report.get("reference_count", 0) > report.get("sentences", 0)
             else "")
     return f"{data} `{report.get('split')}`{refs}"
@@ -73,19 +77,20 @@ def read_training_log(directory: str | Path) -> list[dict]:
 
 
 def shape_rows(cfg: ModelConfig) -> dict[str, object]:
-    """The model's shape, as a student reads it."""
+    """The model's shape, as a student reads it (in the interface's language, i18n/)."""
     return {
-        "d_model": cfg.d_model, "heads": cfg.n_heads, "d_k = d_model / heads": cfg.d_head,
-        "encoder layers": cfg.n_encoder_layers, "decoder layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
-        "dropout": cfg.dropout, "norm": "pre-norm" if cfg.norm_first else "post-norm (paper)",
-        "vocabulary": f"{cfg.src_vocab_size} ({'joint' if cfg.tie_embeddings else 'separate'})",
-        "max positions": cfg.max_positions,
-        "FFN activation": cfg.activation + (" (paper)" if cfg.activation == "relu" else ""),
-        "positional encoding": "sin/cos interleaved (paper)" if cfg.pe_layout == "interleaved"
-        else "all sines, then all cosines (Marian)",
-        "embeddings × √d_model": "yes (paper)" if cfg.scale_embedding else "no",
-        "output bias": "yes (Marian's final_logits_bias)" if cfg.logits_bias else "no (paper)",
-        "decoder start symbol": "<pad> (Marian)" if cfg.bos_id == cfg.pad_id else "<s>",
+        "d_model": cfg.d_model, _("heads"): cfg.n_heads, _("d_k = d_model / heads"): cfg.d_head,
+        _("encoder layers"): cfg.n_encoder_layers, _("decoder layers"): cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+        _("dropout"): cfg.dropout, _("norm"): _("pre-norm") if cfg.norm_first else _("post-norm (paper)"),
+        _("vocabulary"): (_("{n} (joint)") if cfg.tie_embeddings else _("{n} (separate)")).format(n=cfg.src_vocab_size),
+        _("max positions"): cfg.max_positions,
+        _("FFN activation"): _("{activation} (paper)").format(activation=cfg.activation) if cfg.activation == "relu"
+        else cfg.activation,
+        _("positional encoding"): _("sin/cos interleaved (paper)") if cfg.pe_layout == "interleaved"
+        else _("all sines, then all cosines (Marian)"),
+        _("embeddings × √d_model"): _("yes (paper)") if cfg.scale_embedding else _("no"),
+        _("output bias"): _("yes (Marian's final_logits_bias)") if cfg.logits_bias else _("no (paper)"),
+        _("decoder start symbol"): _("<pad> (Marian)") if cfg.bos_id == cfg.pad_id else "<s>",
     }
 
 
@@ -104,7 +109,7 @@ def render_card(directory: str | Path) -> str:
         "Load it with `model.checkpoint.load_checkpoint`; the app lists it in its checkpoint picker.",
         "",
         "## Data",
-        *(f"- {CORPORA[name]}" for name in corpora(config)),
+        *(f"- {_(CORPORA[name])}" for name in corpora(config)),
         f"- Model selection on the val sets, test on the test sets. Tokenizer: sentencepiece BPE, "
         f"{cfg.src_vocab_size} pieces, {'joint for both languages' if cfg.tie_embeddings else 'one per language'}.",
         "",
@@ -254,8 +259,11 @@ def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
 
 
 def decoding_name(name: str, result: dict[str, Any]) -> str:
-    """An evaluation row's name with its length penalty, e.g. "beam 4 (α 1.4)"."""
-    return f"{name} (α {result['alpha']:g})" if "alpha" in result else name
+    """An evaluation row's name with its length penalty, e.g. "beam 4 (α 1.4)" (the method in the
+    interface's language)."""
+    method, _space, size = name.partition(" ")
+    shown = _(DECODINGS[method]) + (f" {size}" if size else "") if method in DECODINGS else name
+    return f"{shown} (α {result['alpha']:g})" if "alpha" in result else shown
 
 
 def write_card(directory: str | Path) -> Path:

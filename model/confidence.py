@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from i18n import _
+
 FAMILIAR_WORDS = "familiar_words.txt"   # in a checkpoint: one word per line, from its training sources
 WRONG_CHRF = 40.0                       # sentence chrF (all references) under which a translation counts as wrong
 LOW_TOKEN_PROB = 0.25                   # a token the model gave less than this is shown as unsure
@@ -110,17 +112,19 @@ class Confidence:
     familiarity_known: bool          # the checkpoint lists its training words
 
     def reasons(self, pieces: list[str]) -> list[str]:
-        """Plain-language reasons, given the output's pieces (EOS last)."""
+        """Plain-language reasons, given the output's pieces (EOS last), in the interface's language
+        (i18n/: English unless the app chose another)."""
         out = []
         if self.unseen:
-            out.append("never read in training: " + ", ".join(f"'{w}'" for w in self.unseen))
+            out.append(_("never read in training: {words}").format(words=", ".join(f"'{w}'" for w in self.unseen)))
         pos, p = self.weakest
         if p < LOW_TOKEN_PROB and pos < len(pieces):
             word, piece = word_at(pieces, pos), pieces[pos].replace("▁", "")
-            part = "" if word == piece else f" for its piece '{piece}'"
-            out.append(f"unsure at '{word}' (p = {p:.2f}{part})")
+            where = (_("unsure at '{word}' (p = {p})") if word == piece else
+                     _("unsure at '{word}' (p = {p} for its piece '{piece}')"))
+            out.append(where.format(word=word, p=f"{p:.2f}", piece=piece))
         if self.mean_prob < 0.5:
-            out.append(f"hesitant throughout (mean token probability {self.mean_prob:.2f})")
+            out.append(_("hesitant throughout (mean token probability {p})").format(p=f"{self.mean_prob:.2f}"))
         return out
 
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from i18n import N_
 from model import names
+
+SIDES = {"source": N_("source"), "target": N_("target")}     # the token axes, as a student reads them
 
 
 @dataclass(frozen=True)
@@ -25,8 +28,8 @@ class AttentionKind:
     mask: str         # trace name of the mask applied, (B, Tq, Tk) bool, True = may attend
     query_side: str   # "source" | "target": the tokens along the rows
     key_side: str     # "source" | "target": the tokens along the columns
-    label: str        # for a student
-    caption: str      # one or two sentences: what a row of this attention means
+    label: str        # for a student (marked for the catalog: `_(kind.label)` where shown)
+    caption: str      # one or two sentences: what a row of this attention means (marked too)
 
     def layer_name(self, layer: int) -> str:
         """The trace name of this kind's weights in one layer, e.g. "decoder.1.cross_attn"."""
@@ -38,20 +41,20 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
     for k in (
         AttentionKind(
             "cross", "decoder", "cross_attn", "masks.cross", "target", "source",
-            "Cross-attention (decoder → encoder)",
-            "Each output position (row) mixes the encoder's outputs (columns): Attention(Q, K, V) = "
-            "softmax(QKᵀ/√d_k)V with Q from the decoder and K, V from the encoder.",
+            N_("Cross-attention (decoder → encoder)"),
+            N_("Each output position (row) mixes the encoder's outputs (columns): Attention(Q, K, V) = "
+               "softmax(QKᵀ/√d_k)V with Q from the decoder and K, V from the encoder."),
         ),
         AttentionKind(
             "encoder_self", "encoder", "self_attn", "masks.encoder_self", "source", "source",
-            "Encoder self-attention",
-            "Each source token (row) builds its new representation from all source tokens (columns).",
+            N_("Encoder self-attention"),
+            N_("Each source token (row) builds its new representation from all source tokens (columns)."),
         ),
         AttentionKind(
             "decoder_self", "decoder", "self_attn", "masks.decoder_self", "target", "target",
-            "Decoder masked self-attention",
-            "Each output position sees only itself and earlier positions: the causal mask sets the "
-            "upper triangle to −∞ before the softmax, so those weights are exactly 0.",
+            N_("Decoder masked self-attention"),
+            N_("Each output position sees only itself and earlier positions: the causal mask sets the "
+               "upper triangle to −∞ before the softmax, so those weights are exactly 0."),
         ),
     )
 }

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from i18n import N_, Later
 from model.checkpoint import Checkpoint
 from model.confidence import Confidence, assess
 from model.data import Example, collate
@@ -26,7 +27,8 @@ SCORES = Recording(scores=True)      # what an explanation records unless told o
 
 
 class InputError(ValueError):
-    """Text the model cannot take (empty, too long); the message is for the user."""
+    """Text the model cannot take (empty, too long); the message is for the user (in their language:
+    `str` of it where it is shown)."""
 
 
 def max_source_tokens(ckpt: Checkpoint) -> int:
@@ -36,13 +38,14 @@ def max_source_tokens(ckpt: Checkpoint) -> int:
 def source_ids(ckpt: Checkpoint, text: str) -> list[int]:
     """Subword ids of text plus EOS. Raises InputError for empty or over-long text."""
     if not text or not text.strip():
-        raise InputError("the text is empty: type a sentence to translate")
+        raise InputError(Later(N_("the text is empty: type a sentence to translate")))
     ids = ckpt.src_tokenizer.encode(text.strip())
     if not ids:
-        raise InputError("the text has nothing the tokenizer can read")
+        raise InputError(Later(N_("the text has nothing the tokenizer can read")))
     limit = max_source_tokens(ckpt)
     if len(ids) > limit:
-        raise InputError(f"the text is {len(ids)} subword tokens long; the limit is {limit}")
+        raise InputError(Later(N_("the text is {n} subword tokens long; the limit is {limit}"), n=len(ids),
+                               limit=limit))
     return ids + [ckpt.config.eos_id]
 
 

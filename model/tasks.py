@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from sentencepiece import sentencepiece_model_pb2 as spm_pb
 
+from i18n import N_
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -94,20 +95,23 @@ def _date_vocabulary(spec: TaskSpec) -> list[str]:
             + [f"{m:02d}" for m in range(1, 13)] + [f"{d:02d}" for d in range(13, 32)])
 
 
+TASK_TITLES = {"reverse": N_("reverse"), "copy": N_("copy"), "sort": N_("sort"), "dates": N_("dates")}
+
+
 @dataclass(frozen=True)
 class Task:
     name: str
-    describe: str
+    describe: str           # marked for the catalog (i18n/): _() where shown
     example: str
     generate: Callable[[TaskSpec, random.Random], Pair]
     vocabulary: Callable[[TaskSpec], list[str]]
 
 
 TASKS: dict[str, Task] = {t.name: t for t in (
-    Task("reverse", "write the sequence backwards", "a c f b → b f c a", reverse_pair, _letter_words),
-    Task("copy", "write the sequence unchanged", "a c f b → a c f b", copy_pair, _letter_words),
-    Task("sort", "write the letters in alphabetical order", "d a c a → a a c d", sort_pair, _letter_words),
-    Task("dates", "rewrite a date the ISO way (the year moves to the front)", "March 5 , 2021 → 2021 - 03 - 05",
+    Task("reverse", N_("write the sequence backwards"), "a c f b → b f c a", reverse_pair, _letter_words),
+    Task("copy", N_("write the sequence unchanged"), "a c f b → a c f b", copy_pair, _letter_words),
+    Task("sort", N_("write the letters in alphabetical order"), "d a c a → a a c d", sort_pair, _letter_words),
+    Task("dates", N_("rewrite a date the ISO way (the year moves to the front)"), "March 5 , 2021 → 2021 - 03 - 05",
          date_pair, _date_vocabulary),
 )}
 

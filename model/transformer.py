@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from i18n import N_
 from model import masks, names
 from model.config import ModelConfig
 from model.layers import DecoderCache, DecoderLayer, Embeddings, EncoderLayer, PositionalEncoding
@@ -158,15 +159,16 @@ class Transformer(nn.Module):
         return sum(n for _, n in self.parameter_counts())
 
     def parameter_counts(self) -> list[tuple[str, int]]:
-        """Parameters per component; tied tensors are counted once (with the first component)."""
+        """Parameters per component (names marked for the catalog, i18n/); tied tensors are counted once
+        (with the first component)."""
         seen: set[int] = set()
         rows = []
         for name, module in (
-            ("embeddings (shared)" if self.cfg.tie_embeddings else "source embedding", self.src_embed),
-            ("target embedding", self.tgt_embed),
-            ("encoder", self.encoder),
-            ("decoder", self.decoder),
-            ("output projection (generator)", self.generator),
+            (N_("embeddings (shared)") if self.cfg.tie_embeddings else N_("source embedding"), self.src_embed),
+            (N_("target embedding"), self.tgt_embed),
+            (N_("encoder"), self.encoder),
+            (N_("decoder"), self.decoder),
+            (N_("output projection (generator)"), self.generator),
         ):
             fresh = [p for p in module.parameters() if id(p) not in seen]
             seen.update(id(p) for p in fresh)

@@ -236,7 +236,7 @@ def test_knocking_out_a_whole_layer_changes_the_output(at):
     at.multiselect(key="ko_layers").set_value(["decoder.1.cross_attn", "decoder.0.cross_attn"]).run()
     assert not at.exception
     texts = [m.value for m in at.markdown]
-    assert any(t.startswith("**Without 8 head(s):**") for t in texts)
+    assert any(t.startswith("**Without 8 heads:**") for t in texts)
     assert any("the translation changed" in c.value for c in at.caption), (original, texts)
     spec = charts(at)["ko_probs"]
     before, after = array(spec["data"][0]["y"]), array(spec["data"][1]["y"])

@@ -17,12 +17,13 @@ from tests.support import ROOT, random_batch, tiny_model
 
 MAX_FUNCTION_LINES = 60
 MAX_APP_FILE_LINES = 400
-PACKAGES = ("model", "figures", "serving", "app", "transformer_explained")
+PACKAGES = ("i18n", "model", "figures", "serving", "app", "transformer_explained")
 # what each layer may import from the project: nothing points upward (the installed command's package,
-# transformer_explained, sits on top: it starts the app and the tools; nothing imports it)
-MAY_IMPORT = {"model": {"model"}, "figures": {"model", "figures"}, "serving": {"model", "serving"},
-              "app": {"model", "figures", "serving", "app"},
-              "transformer_explained": {"model", "serving", "transformer_explained"}}
+# transformer_explained, sits on top: it starts the app and the tools; nothing imports it). i18n, the
+# interface's languages, sits below everything: every layer may put its texts into words through it.
+MAY_IMPORT = {"i18n": {"i18n"}, "model": {"model", "i18n"}, "figures": {"model", "figures", "i18n"},
+              "serving": {"model", "serving", "i18n"}, "app": {"model", "figures", "serving", "app", "i18n"},
+              "transformer_explained": {"model", "serving", "transformer_explained", "i18n"}}
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -92,6 +93,14 @@ def test_only_the_app_imports_streamlit_and_every_app_module_does():
     pure = [n for n, tree in _modules().items() if n.startswith("app") and n not in ("app", "app.views")
             and "streamlit" not in _project_imports(tree)]
     assert not pure, f"Streamlit-free modules belong in model/, figures/ or serving/: {pure}"
+
+
+def test_every_fragment_speaks_the_sessions_language():
+    """A fragment's run does not pass through main(), which sets the language: app/ui.py's fragment does."""
+    direct = [f"{p.relative_to(ROOT)}:{node.lineno}" for p in (ROOT / "app").rglob("*.py") if p.name != "ui.py"
+              for node in ast.walk(ast.parse(p.read_text()))
+              if isinstance(node, ast.Attribute) and node.attr == "fragment" and getattr(node.value, "id", "") == "st"]
+    assert not direct, f"st.fragment outside app/ui.py (use app.ui.fragment): {direct}"
 
 
 def test_app_files_stay_short():

@@ -14,6 +14,7 @@ from app import resources
 from app.context import Context
 from app.settings import layer_head, setting
 from app.ui import chart
+from i18n import _, language
 from model.card import (
     CORPORA,
     corpora,
@@ -33,21 +34,23 @@ FFN = {"relu": "max(0, xW₁+b₁)W₂+b₂", "gelu": "GELU(xW₁+b₁)W₂+b₂
 
 
 def intro(cfg: ModelConfig) -> str:
-    return (f"The model is the paper's encoder-decoder: N identical layers per stack, each with multi-head attention "
-            f"and a position-wise feed-forward network FFN(x) = {FFN[cfg.activation]}, each sub-layer wrapped as "
-            + ("LayerNorm(x + Sublayer(x))." if not cfg.norm_first else "x + Sublayer(LayerNorm(x)) (pre-norm)."))
+    return _("The model is the paper's encoder-decoder: N identical layers per stack, each with multi-head attention "
+             "and a position-wise feed-forward network FFN(x) = {ffn}, each sub-layer wrapped as {wrap}").format(
+        ffn=FFN[cfg.activation], wrap="LayerNorm(x + Sublayer(x))." if not cfg.norm_first
+        else _("x + Sublayer(LayerNorm(x)) (pre-norm)."))
 
 
 def provenance(meta: dict) -> str:
     """Where the weights come from: trained here, or imported."""
     if "imported_from" in meta:
-        return (f"**Imported** from a {meta.get('origin', 'foreign')} model in `{meta['imported_from']}` "
-                "(`python -m model.convert from-hf`); not trained here, so no training curves.")
+        return _("**Imported** from a {origin} model in `{path}` (`python -m model.convert from-hf`); not trained "
+                 "here, so no training curves.").format(origin=meta.get("origin", "?"), path=meta["imported_from"])
     parts = training_parts(meta.get("train_args", {}))
-    in_parts = (f", in {len(parts) + 1} runs (`train.py --init-from` continued the finished weights; "
-                "the model card README.md gives each run's command)" if parts else "")
-    return (f"**Trained on** {meta.get('hardware', '?')} in {meta.get('training_time_min', '?')} minutes, "
-            f"{meta.get('epochs', '?')} epochs{in_parts}; shipped weights: {meta.get('selected', '?')}.")
+    in_parts = _(", in {n} runs (`train.py --init-from` continued the finished weights; the model card README.md "
+                 "gives each run's command)").format(n=len(parts) + 1) if parts else ""
+    return _("**Trained on** {hardware} in {minutes} minutes, {epochs} epochs{parts}; shipped weights: "
+             "{selected}.").format(hardware=meta.get("hardware", "?"), minutes=meta.get("training_time_min", "?"),
+                                   epochs=meta.get("epochs", "?"), parts=in_parts, selected=meta.get("selected", "?"))
 
 
 def render(ctx: Context) -> None:
@@ -55,12 +58,12 @@ def render(ctx: Context) -> None:
     st.caption(intro(ckpt.config))
     c1, c2 = st.columns(2)
     rows = shape_rows(ckpt.config)
-    c1.dataframe(pd.DataFrame({"setting": list(rows), "value": list(rows.values())}).astype(str),
+    c1.dataframe(pd.DataFrame({_("setting"): list(rows), _("value"): list(rows.values())}).astype(str),
                  hide_index=True, width="stretch")
     counts = ckpt.model.parameter_counts()
-    total = sum(n for _, n in counts)
-    c2.dataframe(pd.DataFrame({"component": [c for c, _ in counts] + ["total"],
-                               "parameters": [f"{n:,}" for _, n in counts] + [f"{total:,}"]}),
+    total = sum(n for _c, n in counts)
+    c2.dataframe(pd.DataFrame({_("component"): [_(c) for c, _n in counts] + [_("total")],
+                               _("parameters"): [f"{n:,}" for _c, n in counts] + [f"{total:,}"]}),
                  hide_index=True, width="stretch")
     st.markdown(provenance(meta))
     _training(ctx)
@@ -74,7 +77,7 @@ def _training(ctx: Context) -> None:
     except (OSError, ValueError):          # a damaged log: the page shows the rest
         log = []
     if log:
-        curves = resources.get_figure("curves", (str(ckpt.path), len(log)), ctx.settings.display,
+        curves = resources.get_figure("curves", (str(ckpt.path), len(log)), ctx.settings.display, language(),
                                       lambda: figures.training_curves(log))
         chart(st, curves, key="curves", settings=ctx.settings)
     _bleu_table(ckpt)
@@ -83,25 +86,27 @@ def _training(ctx: Context) -> None:
 def _bleu_table(ckpt: Checkpoint) -> None:
     reports = read_eval_reports(ckpt.path) if ckpt.path else []
     for report in reports:
-        st.markdown(f"**Test BLEU** ({report_title(report)}, sacrebleu, detokenized, cased)")
-        st.dataframe(pd.DataFrame([{"decoding": decoding_name(k, v), "BLEU": v["bleu"],
-                                    "BLEU (lowercased)": v.get("bleu_lowercase"), "chrF": v["chrf"]}
+        st.markdown(_("**Test BLEU** ({report}, sacrebleu, detokenized, cased)").format(report=report_title(report)))
+        st.dataframe(pd.DataFrame([{_("decoding"): decoding_name(k, v), "BLEU": v["bleu"],
+                                    _("BLEU (lowercased)"): v.get("bleu_lowercase"), "chrF": v["chrf"]}
                                    for k, v in report["results"].items()]), hide_index=True)
         st.caption(next(iter(report["results"].values()))["bleu_signature"])
     if reports and "decoding" in ckpt.meta:
         d = ckpt.meta["decoding"]
-        st.caption(f"Beam search's length penalty α = {d['alpha']:g} was chosen on `{d.get('chosen_on', '?')}` "
-                   "(`python -m model.tune`) and is this model's default in the sidebar.")
+        st.caption(_("Beam search's length penalty α = {alpha} was chosen on `{split}` (`python -m model.tune`) "
+                     "and is this model's default in the sidebar.").format(alpha=f"{d['alpha']:g}",
+                                                                         split=d.get("chosen_on", "?")))
     _data(ckpt)
 
 
 def _data(ckpt: Checkpoint) -> None:
     """What the model read: a model knows what it was trained on, and little else."""
     names = corpora(ckpt.meta)
-    st.markdown("**Trained on**\n\n" + "\n".join(f"- {CORPORA[name]}" for name in names))
+    st.markdown(_("**Trained on**") + "\n\n" + "\n".join(f"- {_(CORPORA[name])}" for name in names))
     if ckpt.calibration:
-        st.caption(f"Confidence: {ckpt.calibration.note}; a translation is flagged from P(wrong) ≥ "
-                   f"{ckpt.calibration.threshold:.2f}.")
+        st.caption(_("Confidence: a translation is flagged from P(wrong) ≥ {threshold} "
+                     "(calibration: `{note}`).").format(
+            threshold=f"{ckpt.calibration.threshold:.2f}", note=ckpt.calibration.note))
 
 
 def snapshots_ui(ctx: Context) -> None:
@@ -111,19 +116,20 @@ def snapshots_ui(ctx: Context) -> None:
     snaps = json.loads(path.read_text())
     if not snaps:
         return
-    st.subheader("How attention formed during training")
+    st.subheader(_("How attention formed during training"))
     sentences = [s["source"] for s in snaps[0]["sentences"]]
     c = st.columns(4)
-    which = c[0].selectbox("Sentence", range(len(sentences)), format_func=sentences.__getitem__, key="snap_sentence")
+    which = c[0].selectbox(_("Sentence"), range(len(sentences)), format_func=sentences.__getitem__, key="snap_sentence")
     epochs = [s["epoch"] for s in snaps]
-    epoch = c[1].select_slider("Epoch", epochs, value=epochs[-1], key="snap_epoch")
+    epoch = c[1].select_slider(_("Epoch"), epochs, value=epochs[-1], key="snap_epoch")
     shot = next(s for s in snaps if s["epoch"] == epoch)["sentences"][which]
     cross = np.array(shot["cross"])  # (L, H, T, S)
     layer, head = layer_head(c[2:4], cross.shape[0], cross.shape[1], SNAP_LAYER, SNAP_HEAD,
                              default_layer=cross.shape[0] - 1)
-    st.markdown(f"Epoch {epoch} output: `{shot['output']}`")
-    fig = resources.get_figure("snapshot", (str(path), which, epoch, layer, head), ctx.settings.display,
+    st.markdown(_("Epoch {epoch} output: `{output}`").format(epoch=epoch, output=shot["output"]))
+    fig = resources.get_figure("snapshot", (str(path), which, epoch, layer, head), ctx.settings.display, language(),
                                lambda: figures.attention_heatmap(
-        cross[layer, head], shot["target_tokens"], shot["source_tokens"], title=f"cross-attention after epoch {epoch}",
-        row_title="target", col_title="source"))
+        cross[layer, head], shot["target_tokens"], shot["source_tokens"],
+        title=_("cross-attention after epoch {epoch}").format(epoch=epoch),
+        row_title=_("target"), col_title=_("source")))
     chart(st, fig, key="snap_heatmap", settings=ctx.settings)

@@ -10,13 +10,14 @@ from app import polls
 from app.context import Context
 from app.settings import index, layer_head, radio, selectbox, setting
 from app.ui import chart, csv_button, tokens_for
+from i18n import N_, _
 from model.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
 from model.readings import rollout as attention_rollout
 
 KIND = setting("kind", "kind", "cross", choices=KIND_NAMES)
 QUERY = setting("query", "query", None, index)          # the row highlighted
 
-ROLLOUT_CAPTION = (
+ROLLOUT_CAPTION = N_(
     "Rollout multiplies the head-averaged attention of each layer, counting the residual connection as half of "
     "each token's input: how much each input token reaches each position after the whole encoder."
 )
@@ -24,25 +25,25 @@ ROLLOUT_CAPTION = (
 
 def render(ctx: Context) -> None:
     ex, settings = ctx.explanation, ctx.settings
-    name = radio(st, KIND, "Attention kind", format_func=lambda k: ATTENTION_KINDS[k].label, horizontal=True)
+    name = radio(st, KIND, _("Attention kind"), format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True)
     kind = ATTENTION_KINDS[name]
     rows, cols = tokens_for(ex.trace, kind.query_side), tokens_for(ex.trace, kind.key_side)
     attn = ex.trace.attention(name)[:, 0].numpy()  # (L, H, Tq, Tk)
-    st.caption(kind.caption)
+    st.caption(_(kind.caption))
     c1, c2, c3 = st.columns(3)
     layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
-    picked = selectbox(c3, QUERY, "Highlight the row of token", [None, *range(len(rows))],
-                       format_func=lambda i: "(none)" if i is None else f"{i}: {rows[i]}")
+    picked = selectbox(c3, QUERY, _("Highlight the row of token"), [None, *range(len(rows))],
+                       format_func=lambda i: _("(none)") if i is None else f"{i}: {rows[i]}")
     if picked is not None:
         polls.offer_head_target_poll(ex.text, kind.label, layer, head, rows[picked], cols,
                                      attn[layer, head, picked].tolist())
     if polls.answer_hidden(polls.HEAD_TARGET):
-        st.info("The attention maps are hidden while the class answers “Where will this head look?”.",
+        st.info(_("The attention maps are hidden while the class answers “Where will this head look?”."),
                 icon=":material/visibility_off:")
         return
     left, right = st.columns([3, 2])
     grid = ctx.figure("grid", (name, picked), lambda: figures.attention_grid(
-        attn, rows, cols, title=f"{kind.label}: every layer × head", highlight_row=picked))
+        attn, rows, cols, title=_("{kind}: every layer × head").format(kind=_(kind.label)), highlight_row=picked))
     chart(left, grid, key="grid", settings=settings)
     _one_head(ctx, right, attn[layer, head], rows, cols, kind, (layer, head), picked)
     if picked is not None:
@@ -55,24 +56,25 @@ def _one_head(ctx: Context, where, matrix: np.ndarray, rows: list[str], cols: li
               layer_head: tuple[int, int], picked: int | None) -> None:
     layer, head = layer_head
     fig = ctx.figure("single", (kind.name, layer, head, picked), lambda: figures.attention_heatmap(
-        matrix, rows, cols, title=f"layer {layer}, head {head}", row_title=f"{kind.query_side} (query)",
-        col_title=f"{kind.key_side} (key)", highlight_row=picked), cache=False)
+        matrix, rows, cols, title=_("layer {layer}, head {head}").format(layer=layer, head=head),
+        row_title=_("{side} (query)").format(side=_(kind.query_side)),
+        col_title=_("{side} (key)").format(side=_(kind.key_side)), highlight_row=picked), cache=False)
     chart(where, fig, key="single", settings=ctx.settings)
     csv_button(where, matrix, rows, cols, f"{kind.name}-layer{layer}-head{head}")
-    if where.button("This head across the corpus", key="explore_corpus", icon=":material/view_module:",
-                    help="what this head does over a whole test set: its role, profile and knockout cost"):
+    if where.button(_("This head across the corpus"), key="explore_corpus", icon=":material/view_module:",
+                    help=_("what this head does over a whole test set: its role, profile and knockout cost")):
         ctx.open("heads")
 
 
 def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:
     settings, rollout = ctx.settings, kind.name == "encoder_self"
-    with st.expander("Head average per layer" + (" and attention rollout" if rollout else "")):
+    with st.expander(_("Head average per layer and attention rollout") if rollout else _("Head average per layer")):
         mean = ctx.figure("mean", kind.name, lambda: figures.attention_grid(
-            attn.mean(axis=1)[None], rows, cols, title="mean over heads", row_names=["mean"],   # (1, L, Tq, Tk)
-            col_names=[f"layer {i}" for i in range(attn.shape[0])]))
+            attn.mean(axis=1)[None], rows, cols, title=_("mean over heads"), row_names=[_("mean")],   # (1, L, Tq, Tk)
+            col_names=[_("layer {i}").format(i=i) for i in range(attn.shape[0])]))
         chart(st, mean, key="mean", settings=settings)
         if rollout:
-            st.caption(ROLLOUT_CAPTION)
+            st.caption(_(ROLLOUT_CAPTION))
             fig = ctx.figure("rollout", (), lambda: figures.attention_heatmap(
-                attention_rollout(attn), rows, cols, title="attention rollout through the encoder"))
+                attention_rollout(attn), rows, cols, title=_("attention rollout through the encoder")))
             chart(st, fig, key="rollout", settings=settings)

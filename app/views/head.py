@@ -10,6 +10,7 @@ import figures
 from app.context import Context
 from app.settings import index, layer_head, selectbox, setting, toggle
 from app.ui import chart, tokens_for
+from i18n import N_, _
 from model.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.trace import Trace
 
@@ -17,12 +18,12 @@ HEAD_KIND = setting("head_kind", "head_kind", "cross", choices=KIND_NAMES)
 HEAD_QUERY = setting("head_query", "head_query", 0, index)
 NO_SCALE = setting("no_scale", None, False)          # drop 1/sqrt(d_k)
 FORMULA = r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"
-INTRO = (
+INTRO = N_(
     "Each head projects the token vectors into queries Q, keys K and values V of d_k dimensions. A query's "
     "scores against all keys are scaled by 1/√d_k, masked, and turned into weights by the softmax; the head's "
     "output is the weighted sum of the values."
 )
-NO_SCALE_HELP = (
+NO_SCALE_HELP = N_(
     "Without it, dot products of d_k-dimensional vectors grow like √d_k and the softmax saturates: almost all "
     "weight on one key, tiny gradients elsewhere."
 )
@@ -41,20 +42,21 @@ def one_query(
 
 def render(ctx: Context) -> None:
     st.latex(FORMULA)
-    st.caption(INTRO)
+    st.caption(_(INTRO))
     trace = ctx.with_qkv.trace
     c = st.columns(4)
-    name = selectbox(c[0], HEAD_KIND, "Attention", list(ATTENTION_KINDS),
-                     format_func=lambda k: ATTENTION_KINDS[k].label)
+    name = selectbox(c[0], HEAD_KIND, _("Attention"), list(ATTENTION_KINDS),
+                     format_func=lambda k: _(ATTENTION_KINDS[k].label))
     kind = ATTENTION_KINDS[name]
     layer, head = layer_head(c[1:3], trace.num_layers(kind.stack), ctx.checkpoint.config.n_heads)
     q_tokens, k_tokens = tokens_for(trace, kind.query_side), tokens_for(trace, kind.key_side)
-    query = selectbox(c[3], HEAD_QUERY, "Query token", range(len(q_tokens)),
+    query = selectbox(c[3], HEAD_QUERY, _("Query token"), range(len(q_tokens)),
                       format_func=lambda i: f"{i}: {q_tokens[i]}")
     q, k, v = (trace[f"{kind.layer_name(layer)}.{x}"][0, head].numpy() for x in "qkv")  # (Tq|Tk, d)
     for col, (label, mat, toks) in zip(st.columns(3), (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens))):
         fig = ctx.figure(f"head_{label}", (name, layer, head), lambda mat=mat, toks=toks, label=label:
-                         figures.vector_heatmap(mat, toks, f"{label} (layer {layer}, head {head})"))
+                         figures.vector_heatmap(mat, toks, _("{matrix} (layer {layer}, head {head})").format(
+                             matrix=label, layer=layer, head=head)))
         chart(col, fig, key=f"head_{label}", settings=ctx.settings)
     weights, scale = _scores(ctx, trace, name, (layer, head, query), q, k, k_tokens)
     _output(ctx, weights, v, k_tokens, (name, layer, head, query, scale))
@@ -65,18 +67,19 @@ def _scores(ctx: Context, trace: Trace, name: str, where: tuple[int, int, int], 
     """One query's q·k, scaling, masking and softmax; checked against the model's own weights.
     Returns the weights and whether they were scaled."""
     layer, head, query = where
-    scale = not toggle(st, NO_SCALE, "Drop the 1/√d_k scaling", help=NO_SCALE_HELP)
+    scale = not toggle(st, NO_SCALE, _("Drop the 1/√d_k scaling"), help=_(NO_SCALE_HELP))
     raw, scaled, weights = one_query(q[query], k, trace.mask(name)[0, query].numpy(), scale)
     fig = ctx.figure("head_pipeline", (name, layer, head, query, scale), lambda: figures.score_pipeline(
-        raw, scaled, weights, k_tokens, scaled_name=f"q·k / √{q.shape[-1]}" if scale else "q·k (unscaled)"))
+        raw, scaled, weights, k_tokens, scaled_name=f"q·k / √{q.shape[-1]}" if scale else _("q·k (unscaled)")))
     chart(st, fig, key="head_pipeline", settings=ctx.settings)
     model_row = trace.attention(name)[layer, 0, head, query].numpy()
     if scale:
         ok = np.allclose(weights, model_row, atol=1e-4)
-        st.caption(("✓ These weights equal the model's own." if ok else "⚠ differs from the model's weights.")
-                   + f" Largest weight {weights.max():.3f}.")
+        st.caption((_("✓ These weights equal the model's own.") if ok else _("⚠ differs from the model's weights."))
+                   + " " + _("Largest weight {w}.").format(w=f"{weights.max():.3f}"))
     else:
-        st.caption(f"Unscaled: largest weight {weights.max():.3f}, against {model_row.max():.3f} with the scaling.")
+        st.caption(_("Unscaled: largest weight {w}, against {m} with the scaling.").format(
+            w=f"{weights.max():.3f}", m=f"{model_row.max():.3f}"))
     return weights, scale
 
 
@@ -84,6 +87,6 @@ def _output(ctx: Context, weights: np.ndarray, v: np.ndarray, k_tokens: list[str
     contrib = weights[:, None] * v  # (Tk, d)
     out = contrib.sum(axis=0, keepdims=True)
     fig = ctx.figure("head_output", where, lambda: figures.vector_heatmap(
-        np.concatenate([contrib, out]), [*k_tokens, "= output"],
-        "weight × V for each key, and their sum: the head's output for this query"))
+        np.concatenate([contrib, out]), [*k_tokens, _("= output")],
+        _("weight × V for each key, and their sum: the head's output for this query")))
     chart(st, fig, key="head_output", settings=ctx.settings)

@@ -9,6 +9,7 @@ from app import resources, state
 from app.context import Context
 from app.settings import multiselect, setting
 from app.ui import chart
+from i18n import N_, _, ngettext
 from model.checkpoint import Checkpoint
 from model.pipeline import head_names, token_probabilities
 
@@ -17,24 +18,24 @@ KO_HEADS = setting("ko_heads", None, ())            # single heads switched off
 KO_CELL = setting("ko_cell", None, None)            # the (module, head) cell clicked in the grid
 
 
+STACKS = {"encoder": N_("encoder"), "decoder": N_("decoder")}
+MODULES = {"self_attn": N_("self"), "cross_attn": N_("cross")}
+
+
 def _label(name: str) -> str:
-    stack, layer, module, head = name.split(".")
-    kind = {"self_attn": "self", "cross_attn": "cross"}[module]
-    return f"{stack} {kind} L{layer} H{head}"
+    """"decoder.1.cross_attn.3" -> "decoder cross L1 H3"; a layer's name (no head) -> "decoder cross L1"."""
+    stack, layer, module, *head = name.split(".")
+    where = _("{stack} {kind} L{layer}").format(stack=_(STACKS[stack]), kind=_(MODULES[module]), layer=layer)
+    return _("{layer} H{head}").format(layer=where, head=head[0]) if head else where
 
 
 def selection_ui(ckpt: Checkpoint) -> frozenset[str]:
     heads = head_names(ckpt)
     layers = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in heads))      # in model order
     c1, c2 = st.columns(2)
-    whole = multiselect(c1, KO_LAYERS, "Switch off whole layers (all their heads)", layers,
-                        format_func=lambda n: _label(n + ".0").rsplit(" H", 1)[0])
-    single = multiselect(c2, KO_HEADS, "Switch off single heads", heads, format_func=_label)
+    whole = multiselect(c1, KO_LAYERS, _("Switch off whole layers (all their heads)"), layers, format_func=_label)
+    single = multiselect(c2, KO_HEADS, _("Switch off single heads"), heads, format_func=_label)
     return frozenset(single) | frozenset(n for n in heads if n.rsplit(".", 1)[0] in whole)
-
-
-def _module_label(module: str) -> str:
-    return _label(module + ".0").rsplit(" H", 1)[0]
 
 
 def effects_grid(ctx: Context) -> None:
@@ -46,8 +47,8 @@ def effects_grid(ctx: Context) -> None:
     n_heads = ckpt.config.n_heads
     grid = np.array([[effects[f"{m}.{h}"] for h in range(n_heads)] + [effects[m]] for m in modules])
     fig = ctx.figure("ko_grid", (), lambda: figures.knockout_grid(
-        grid, [_module_label(m) for m in modules], title="how much less likely the translation becomes "
-        "(drop in log-probability) with one head, or one whole layer, switched off"))
+        grid, [_label(m) for m in modules], title=_("how much less likely the translation becomes "
+        "(drop in log-probability) with one head, or one whole layer, switched off")))
     st.plotly_chart(fig, key="ko_grid", on_select="rerun", selection_mode="points", width="stretch",
                     config={"displaylogo": False})
     cell = _clicked_cell(state.widget("ko_grid"), len(modules), n_heads)
@@ -55,14 +56,15 @@ def effects_grid(ctx: Context) -> None:
         state.put(KO_CELL.name, cell)
     cell = state.get(KO_CELL.name)
     if cell is None or cell[0] >= len(modules) or cell[1] > n_heads:
-        st.caption("Click a cell to see that knockout's translation.")
+        st.caption(_("Click a cell to see that knockout's translation."))
         return
     module, column = modules[cell[0]], cell[1]
     off = frozenset({f"{module}.{column}"}) if column < n_heads else frozenset(
         f"{module}.{h}" for h in range(n_heads))
-    what = f"{_module_label(module)} head {column}" if column < n_heads else f"all of {_module_label(module)}"
-    st.markdown(f"**Without {what}** (log-probability drop {grid[cell[0], column]:.2f}): "
-                f"{ctx.knocked_out(off).output or '(empty)'}")
+    what = (_("{layer} head {head}").format(layer=_label(module), head=column) if column < n_heads
+            else _("all of {layer}").format(layer=_label(module)))
+    st.markdown(_("**Without {what}** (log-probability drop {drop}): {output}").format(
+        what=what, drop=f"{grid[cell[0], column]:.2f}", output=ctx.knocked_out(off).output or _("(empty)")))
 
 
 def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:
@@ -75,19 +77,21 @@ def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:
 
 def render(ctx: Context) -> None:
     ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
-    st.caption("Multi-head attention concatenates h heads: MultiHead(Q, K, V) = Concat(head₁, …, head_h) Wᴼ. "
-               "Zero some heads' outputs before Wᴼ and see what the translation loses.")
+    st.caption(_("Multi-head attention concatenates h heads: MultiHead(Q, K, V) = Concat(head₁, …, head_h) Wᴼ. "
+                 "Zero some heads' outputs before Wᴼ and see what the translation loses."))
     effects_grid(ctx)
-    st.subheader("Switch off heads of your choice")
+    st.subheader(_("Switch off heads of your choice"))
     off = selection_ui(ckpt)
     if not off:
-        st.info("Choose heads or layers to switch off.")
+        st.info(_("Choose heads or layers to switch off."))
         return
     knocked = ctx.knocked_out(off)
     c1, c2 = st.columns(2)
-    c1.markdown(f"**All heads:** {ex.output or '(empty)'}")
-    c2.markdown(f"**Without {len(off)} head(s):** {knocked.output or '(empty)'}")
-    st.caption("identical translation" if knocked.result.tokens == ex.result.tokens else "the translation changed")
+    c1.markdown(_("**All heads:** {output}").format(output=ex.output or _("(empty)")))
+    c2.markdown(ngettext("**Without {n} head:** {output}", "**Without {n} heads:** {output}", len(off)).format(
+        n=len(off), output=knocked.output or _("(empty)")))
+    st.caption(_("identical translation") if knocked.result.tokens == ex.result.tokens
+               else _("the translation changed"))
     before = token_probabilities(ckpt, ex.source_ids, ex.result.tokens)
     after = token_probabilities(ckpt, ex.source_ids, ex.result.tokens, off)
     tokens = ckpt.tgt_tokenizer.pieces(before.tokens)

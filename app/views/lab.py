@@ -23,8 +23,9 @@ import figures
 from app import resources, state
 from app.context import Context, greedy_options
 from app.settings import radio, range_slider, selectbox, setting, slider, text_input, toggle
-from app.ui import chart
+from app.ui import chart, fragment
 from app.views import stepper
+from i18n import N_, _, language
 from model import tasks
 from model.decoding import DecodeOptions
 from model.lab import SWITCHES, LabRun, LabSettings, Snapshot
@@ -52,38 +53,40 @@ PROGRESS_EVERY_S = 1.0     # the progress bar's refresh while a job is live
 CHARTS_EVERY_S = 2.5       # the curves' and heatmaps' (points and snapshots come every eval_every steps)
 # What happens without each part, on the default task (reverse, length 4-10, 20 letters, d_model 64, 2+2
 # layers): measured by `python -m benchmarks.lab_speed`, medians of 3 seeds (BENCHMARKS.md, "Training lab").
-PREDICTIONS = {
-    "positional_encoding": ("Positional encoding", "Without it the model sees a bag of letters and cannot tell which "
-                            "came last. Measured on reverse: 2 % of held-out sequences right at best in 1,500 steps, "
-                            "against 99 % after 500 steps with it."),
-    "scale_attention": ("Scale scores by 1/√d_k", "Without it the scores grow with √d_k, the softmax saturates and "
-                        "its gradients shrink. Measured on reverse: 99 % after 800 steps instead of 500."),
-    "causal_mask": ("Causal mask while training", "Without it each decoder position can read the next reference "
-                    "token: the training loss falls lower than with the mask (0.63 against 0.66 at step 500; "
-                    "without label smoothing 0.030 against 0.051). Decoding alone has no next token to read: "
-                    "0 % of held-out sequences right."),
-    "residual": ("Residual connections", "Without them the signal and the gradient must pass through every "
-                 "sublayer. Measured on reverse: the training loss still above 2.1 after 1,000 steps, no held-out "
-                 "sequence right in 1,500."),
+PREDICTIONS = {    # every text marked for the catalog (i18n/): _() where shown
+    "positional_encoding": (N_("Positional encoding"), N_(
+        "Without it the model sees a bag of letters and cannot tell which came last. Measured on reverse: 2 % of "
+        "held-out sequences right at best in 1,500 steps, against 99 % after 500 steps with it.")),
+    "scale_attention": (N_("Scale scores by 1/√d_k"), N_(
+        "Without it the scores grow with √d_k, the softmax saturates and its gradients shrink. Measured on reverse: "
+        "99 % after 800 steps instead of 500.")),
+    "causal_mask": (N_("Causal mask while training"), N_(
+        "Without it each decoder position can read the next reference token: the training loss falls lower than "
+        "with the mask (0.63 against 0.66 at step 500; without label smoothing 0.030 against 0.051). Decoding alone "
+        "has no next token to read: 0 % of held-out sequences right.")),
+    "residual": (N_("Residual connections"), N_(
+        "Without them the signal and the gradient must pass through every sublayer. Measured on reverse: the "
+        "training loss still above 2.1 after 1,000 steps, no held-out sequence right in 1,500.")),
 }
+SMOOTHING, WARMUP, TEACHER = "smoothing", "warmup", "teacher"
 OTHER = {
-    "smoothing": "Label smoothing 0.1 moves 10 % of each target's probability onto the other tokens: the training "
-                 "loss cannot fall below about 0.62 here, and the model is less over-confident. Measured on "
-                 "reverse without it: 99 % after 850 steps instead of 500.",
-    "warmup": "Warm-up raises the learning rate over the first 200 steps. Measured: at this size and peak rate "
-              "(0.001) reverse learns without it too (99 % after 400 steps instead of 500); warm-up matters more "
-              "for deeper models and higher rates.",
-    "teacher": "Teacher forcing feeds the decoder the reference. Off, it reads its own greedy guesses, made step by "
-               "step without gradient. Measured on reverse, where each output depends on the source alone: it "
-               "still learns (99 % after 500 steps), each step slower by the extra decoding.",
+    "smoothing": N_("Label smoothing 0.1 moves 10 % of each target's probability onto the other tokens: the training "
+                    "loss cannot fall below about 0.62 here, and the model is less over-confident. Measured on "
+                    "reverse without it: 99 % after 850 steps instead of 500."),
+    "warmup": N_("Warm-up raises the learning rate over the first 200 steps. Measured: at this size and peak rate "
+                 "(0.001) reverse learns without it too (99 % after 400 steps instead of 500); warm-up matters more "
+                 "for deeper models and higher rates."),
+    "teacher": N_("Teacher forcing feeds the decoder the reference. Off, it reads its own greedy guesses, made step "
+                  "by step without gradient. Measured on reverse, where each output depends on the source alone: it "
+                  "still learns (99 % after 500 steps), each step slower by the extra decoding."),
 }
 
 
 def render(ctx: Context) -> None:
-    st.header("Training lab")
-    st.caption("Train a small Transformer, the same model and the same training step as the shipped ones, on a "
-               "task made up in code. Watch the held-out accuracy rise and the attention form; then switch off "
-               "one part of the paper and train again to see what that part is for.")
+    st.header(_("Training lab"))
+    st.caption(_("Train a small Transformer, the same model and the same training step as the shipped ones, on a "
+                 "task made up in code. Watch the held-out accuracy rise and the attention form; then switch off "
+                 "one part of the paper and train again to see what that part is for."))
     job: Job | None = state.held(state.LAB_JOB)
     busy = job is not None and job.active
     lab = _settings_ui(disabled=busy)
@@ -91,11 +94,11 @@ def render(ctx: Context) -> None:
     if job is None:
         return
     state.hold(state.LAB_PHASE, _phase(job))
-    st.fragment(_live, run_every=PROGRESS_EVERY_S if job.active else None)(ctx, job)
+    fragment(_live, run_every=PROGRESS_EVERY_S if job.active else None)(ctx, job)
     if job.run is None or not job.run.history:
         return
     if job.active:
-        st.fragment(_charts, run_every=CHARTS_EVERY_S)(ctx, job.run)
+        fragment(_charts, run_every=CHARTS_EVERY_S)(ctx, job.run)
     else:
         _curves(ctx, job.run)
         _afterwards(ctx, job)
@@ -105,36 +108,37 @@ def render(ctx: Context) -> None:
 def _settings_ui(disabled: bool) -> LabSettings:
     c = st.columns(3)
     with c[0]:
-        st.markdown("**Task**")
-        name = selectbox(st, LAB_TASK, "Task", list(tasks.TASKS), disabled=disabled,
-                         format_func=lambda n: f"{n}: {tasks.TASKS[n].example}")
+        st.markdown(_("**Task**"))
+        name = selectbox(st, LAB_TASK, _("Task"), list(tasks.TASKS), disabled=disabled,
+                         format_func=lambda n: f"{_(tasks.TASK_TITLES[n])}: {tasks.TASKS[n].example}")
         letters = name != "dates"
-        lo, hi = range_slider(st, LAB_LENGTHS, "Sequence length", disabled=disabled or not letters)
-        symbols = slider(st, LAB_SYMBOLS, "Symbols (letters a, b, c, ...)", disabled=disabled or not letters)
-        st.caption(tasks.TASKS[name].describe + ("" if letters else " (years 1950-2049)") + ".")
+        lo, hi = range_slider(st, LAB_LENGTHS, _("Sequence length"), disabled=disabled or not letters)
+        symbols = slider(st, LAB_SYMBOLS, _("Symbols (letters a, b, c, ...)"), disabled=disabled or not letters)
+        st.caption(_(tasks.TASKS[name].describe) + ("" if letters else " " + _("(years 1950-2049)")) + ".")
     with c[1]:
-        st.markdown("**Model**")
+        st.markdown(_("**Model**"))
         d_model = selectbox(st, LAB_D_MODEL, "d_model", LAB_D_MODEL.choices, disabled=disabled)
         fitting = [h for h in LAB_HEADS.choices if d_model % h == 0 and d_model // h >= 2]
-        heads = selectbox(st, LAB_HEADS, "Heads", fitting, disabled=disabled)
-        layers = slider(st, LAB_LAYERS, "Layers per stack", disabled=disabled)
+        heads = selectbox(st, LAB_HEADS, _("Heads"), fitting, disabled=disabled)
+        layers = slider(st, LAB_LAYERS, _("Layers per stack"), disabled=disabled)
         d_ff = selectbox(st, LAB_D_FF, "d_ff", LAB_D_FF.choices, disabled=disabled)
-        steps = slider(st, LAB_STEPS, "At most this many steps", step=50, disabled=disabled)
-        seed = slider(st, LAB_SEED, "Seed", bounds=(0, 99), disabled=disabled)
+        steps = slider(st, LAB_STEPS, _("At most this many steps"), step=50, disabled=disabled)
+        seed = slider(st, LAB_SEED, _("Seed"), bounds=(0, 99), disabled=disabled)
     with c[2]:
-        st.markdown("**The paper's parts** (switch one off)")
-        switches = {name: toggle(st, LAB_SWITCHES[name], label, help=prediction, disabled=disabled)
+        st.markdown(_("**The paper's parts** (switch one off)"))
+        switches = {name: toggle(st, LAB_SWITCHES[name], _(label), help=_(prediction), disabled=disabled)
                     for name, (label, prediction) in PREDICTIONS.items()}
-        smoothing = radio(st, LAB_SMOOTHING, "Label smoothing", horizontal=True, help=OTHER["smoothing"],
+        smoothing = radio(st, LAB_SMOOTHING, _("Label smoothing"), horizontal=True, help=_(OTHER[SMOOTHING]),
                           disabled=disabled)
-        warmup = toggle(st, LAB_WARMUP, "Learning-rate warm-up", help=OTHER["warmup"], disabled=disabled)
-        teacher = toggle(st, LAB_TEACHER, "Teacher forcing", help=OTHER["teacher"], disabled=disabled)
+        warmup = toggle(st, LAB_WARMUP, _("Learning-rate warm-up"), help=_(OTHER[WARMUP]), disabled=disabled)
+        teacher = toggle(st, LAB_TEACHER, _("Teacher forcing"), help=_(OTHER[TEACHER]), disabled=disabled)
     for part, on in switches.items():
         if not on:
-            st.info(f"**{PREDICTIONS[part][0]} off.** {PREDICTIONS[part][1]}")
+            st.info(_("**{part} off.** {prediction}").format(part=_(PREDICTIONS[part][0]),
+                                                              prediction=_(PREDICTIONS[part][1])))
     for flag, key in ((warmup, "warmup"), (teacher, "teacher")):
         if not flag:
-            st.info(OTHER[key])
+            st.info(_(OTHER[key]))
     spec = TaskSpec(name, lo, hi, symbols)
     return LabSettings(task=spec, d_model=d_model, n_heads=heads, n_layers=layers, d_ff=d_ff, label_smoothing=smoothing,
                        warmup=warmup, teacher_forcing=teacher, max_steps=steps, seed=seed,
@@ -145,11 +149,11 @@ def _buttons(lab: LabSettings, job: Job | None) -> None:
     """Train / Stop act in callbacks, before the page is drawn, so every disabled state is current."""
     busy = job is not None and job.active
     c = st.columns([1, 1, 4])
-    c[0].button("Train", key="lab_train", type="primary", icon=":material/play_arrow:", disabled=busy,
+    c[0].button(_("Train"), key="lab_train", type="primary", icon=":material/play_arrow:", disabled=busy,
                 on_click=_start, args=(lab,))
-    c[1].button("Stop", key="lab_stop", icon=":material/stop:", disabled=not busy, on_click=_stop)
-    c[2].caption(f"Each run stops by itself at 100 % held-out accuracy, at its step limit, or after "
-                 f"{resources.config().lab_max_seconds:.0f} s; closing the tab stops it too.")
+    c[1].button(_("Stop"), key="lab_stop", icon=":material/stop:", disabled=not busy, on_click=_stop)
+    c[2].caption(_("Each run stops by itself at 100 % held-out accuracy, at its step limit, or after {s} s; closing "
+                   "the tab stops it too.").format(s=f"{resources.config().lab_max_seconds:.0f}"))
 
 
 def _start(lab: LabSettings) -> None:
@@ -181,14 +185,15 @@ def _live(ctx: Context, job: Job) -> None:
         st.rerun()
     if job.state == "queued":
         sched = resources.lab_scheduler()
-        st.info(f"Waiting for a free training slot: you are number {sched.position(job)} in the queue "
-                f"({sched.training} training now). Your run starts by itself.", icon=":material/hourglass_top:")
+        st.info(_("Waiting for a free training slot: you are number {n} in the queue ({training} training now). "
+                  "Your run starts by itself.").format(n=sched.position(job), training=sched.training),
+                icon=":material/hourglass_top:")
     elif job.error:
-        st.error(f"The run failed: {job.error}")
+        st.error(_("The run failed: {error}").format(error=job.error))
     elif job.run is None and not job.active:
-        st.warning(f"The run {ENDINGS.get(job.ended or '', job.ended)} before it started.")
+        st.warning(_("The run {ended} before it started.").format(ended=_ended(job)))
     elif job.run is None or not job.run.history:
-        st.info("Starting a training process…", icon=":material/hourglass_top:")
+        st.info(_("Starting a training process…"), icon=":material/hourglass_top:")
     else:
         _progress(job, job.run)
 
@@ -198,26 +203,31 @@ def _charts(ctx: Context, run: LabRun) -> None:
     _attention(ctx, run, run.snapshots[-1])
 
 
-ENDINGS = {"reached": "reached 100 % held-out accuracy", "steps": "reached its step limit",
-           "time": "reached the time limit", "stopped": "was stopped", "left": "ended (the tab was closed)",
-           "diverged": "diverged (the loss became NaN)", "failed": "failed"}
+ENDINGS = {"reached": N_("reached 100 % held-out accuracy"), "steps": N_("reached its step limit"),
+           "time": N_("reached the time limit"), "stopped": N_("was stopped"), "left": N_("ended (the tab was closed)"),
+           "diverged": N_("diverged (the loss became NaN)"), "failed": N_("failed")}
+
+
+def _ended(job: Job) -> str:
+    return _(ENDINGS[job.ended]) if job.ended in ENDINGS else str(job.ended)
 
 
 def _progress(job: Job, run: LabRun) -> None:
     s, last = run.settings, (run.history[-1] if run.history else None)
-    acc = "" if last is None else f" · held-out whole-sequence accuracy {last.seq_acc:.0%}"
-    text = f"step {run.step} of {s.max_steps} · {run.seconds:.0f} s of at most {s.time_cap_s:.0f} s{acc}"
+    acc = "" if last is None else " · " + _("held-out whole-sequence accuracy {acc}").format(acc=f"{last.seq_acc:.0%}")
+    text = _("step {step} of {max} · {s} s of at most {cap} s").format(
+        step=run.step, max=s.max_steps, s=f"{run.seconds:.0f}", cap=f"{s.time_cap_s:.0f}") + acc
     fraction = min(1.0, max(run.step / s.max_steps, run.seconds / s.time_cap_s))
     if job.active:
-        st.progress(fraction, text=f"Training: {text}")
+        st.progress(fraction, text=_("Training: {progress}").format(progress=text))
     else:
-        st.success(f"The run {ENDINGS.get(job.ended or '', job.ended)}: {text}.")
+        st.success(_("The run {ended}: {progress}.").format(ended=_ended(job), progress=text))
 
 
 def _figure(ctx: Context, run: LabRun, name: str, key: tuple, build) -> go.Figure:
     """A lab figure, built once per (run, what it shows, display) and not every second:
     the live view redraws each second, new points and snapshots come every `eval_every` steps."""
-    return resources.get_figure(f"lab_{name}", (run.uid, key), ctx.settings.display, build)
+    return resources.get_figure(f"lab_{name}", (run.uid, key), ctx.settings.display, language(), build)
 
 
 def _curves(ctx: Context, run: LabRun) -> None:
@@ -231,14 +241,14 @@ def _curves(ctx: Context, run: LabRun) -> None:
 def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
     """The watched example's attention at one snapshot: cross-attention first (the alignment)."""
     src, dec = run.tokens(run.example)
-    st.markdown(f"**Attention of one held-out example** at step {snap.step}: "
-                f"`{tasks.text(run.example[0])}` → `{tasks.text(run.example[1])}`")
+    st.markdown(_("**Attention of one held-out example** at step {step}: `{source}` → `{target}`").format(
+        step=snap.step, source=tasks.text(run.example[0]), target=tasks.text(run.example[1])))
     left, right = st.columns([2, 3])
     mean = _figure(ctx, run, "cross_mean", snap.step, lambda: figures.attention_heatmap(
-        snap.attention["decoder.cross_attn"][-1].mean(axis=0), dec, src, row_title="decoder input",
-        col_title="source", title="cross-attention, last layer, mean of the heads"))
+        snap.attention["decoder.cross_attn"][-1].mean(axis=0), dec, src, row_title=_("decoder input"),
+        col_title=_("source"), title=_("cross-attention, last layer, mean of the heads")))
     chart(left, mean, key="lab_cross_mean", settings=ctx.settings)
-    tabs = right.tabs(["cross-attention", "decoder self-attention", "encoder self-attention"])
+    tabs = right.tabs([_("cross-attention"), _("decoder self-attention"), _("encoder self-attention")])
     for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
                                      (dec, dec, src), (src, dec, src)):
         grid = _figure(ctx, run, name, snap.step, lambda name=name, rows=rows, cols=cols: figures.attention_grid(
@@ -249,10 +259,10 @@ def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
 # ---- afterwards ---------------------------------------------------------------------------------
 def _afterwards(ctx: Context, job: Job) -> None:
     run = job.run
-    st.subheader("Replay the training")
+    st.subheader(_("Replay the training"))
     steps = [s.step for s in run.snapshots]
     state.restore(LAB_SNAPSHOT.name, steps[-1], lambda v: v if v in steps else steps[-1])
-    chosen = state.remember(LAB_SNAPSHOT.name, st.select_slider("Attention at step", steps, key=LAB_SNAPSHOT.name))
+    chosen = state.remember(LAB_SNAPSHOT.name, st.select_slider(_("Attention at step"), steps, key=LAB_SNAPSHOT.name))
     _attention(ctx, run, run.snapshots[steps.index(chosen)])
     _decode(ctx, job)
     _save(job)
@@ -277,9 +287,9 @@ class LabContext(Context):
 
 
 def _decode(ctx: Context, job: Job) -> None:
-    st.subheader("Decode with it, step by step")
+    st.subheader(_("Decode with it, step by step"))
     run = job.run
-    text = text_input(st, LAB_TEXT, "Input (words separated by spaces)", default=tasks.text(run.example[0]))
+    text = text_input(st, LAB_TEXT, _("Input (words separated by spaces)"), default=tasks.text(run.example[0]))
     text = tasks.normalise(run.settings.task, text)
     ckpt = _lab_checkpoint(job)
     try:
@@ -289,8 +299,9 @@ def _decode(ctx: Context, job: Job) -> None:
         return
     unknown = [w for w, i in zip(text.split(), ckpt.src_tokenizer.encode(text)) if i == ckpt.config.unk_id]
     if unknown:
-        st.warning(f"Not in this task's vocabulary (read as <unk>): {', '.join(unknown)}")
-    st.markdown(f"**Output** ({ctx.settings.opts.method}, the sidebar's choice): `{ex.output or '(nothing)'}`")
+        st.warning(_("Not in this task's vocabulary (read as <unk>): {words}").format(words=", ".join(unknown)))
+    st.markdown(_("**Output** ({method}, the sidebar's choice): `{output}`").format(
+        method=_(ctx.settings.opts.method), output=ex.output or _("(nothing)")))
     stepper.stepping(LabContext(ckpt, ctx.settings, text, ex, key=f"lab:{job.id}", explained=_explained))
 
 
@@ -305,7 +316,7 @@ def _lab_checkpoint(job: Job):
 def _explained(text: str, opts: DecodeOptions) -> Explanation:
     """The lab model's decoding of `text`, kept in the session for the last few (text, options):
     a Next press in the step view reruns its fragment, and must not decode again."""
-    _, ckpt, memo = state.held(state.LAB_MODEL)
+    _job_id, ckpt, memo = state.held(state.LAB_MODEL)
     if (text, opts) not in memo:
         while len(memo) >= 4:
             memo.pop(next(iter(memo)))
@@ -317,27 +328,28 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 def _save(job: Job) -> None:
-    st.subheader("Keep it")
+    st.subheader(_("Keep it"))
     run = job.run
     c = st.columns([2, 1, 1])
-    name = text_input(c[0], LAB_SAVE_NAME, "Checkpoint name", default=f"lab-{run.settings.task.name}-{job.id[:6]}")
-    if c[1].button("Save to checkpoints/", key="lab_save", icon=":material/save:"):
+    name = text_input(c[0], LAB_SAVE_NAME, _("Checkpoint name"), default=f"lab-{run.settings.task.name}-{job.id[:6]}")
+    if c[1].button(_("Save to checkpoints/"), key="lab_save", icon=":material/save:"):
         _save_as(run, name)
     file = name or "lab-model"
-    c[2].download_button("Download (.zip)", data=lambda: _zipped(run, file), file_name=f"{file}.zip",
+    c[2].download_button(_("Download (.zip)"), data=lambda: _zipped(run, file), file_name=f"{file}.zip",
                          mime="application/zip", key="lab_download", icon=":material/download:", on_click="ignore")
 
 
 def _save_as(run: LabRun, name: str) -> None:
     if not NAME.match(name or ""):
-        st.error("A checkpoint name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+        st.error(_("A checkpoint name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."))
         return
     target = resources.checkpoints_dir() / name
     if target.exists():
-        st.error(f"`{name}` exists already: choose another name.")
+        st.error(_("`{name}` exists already: choose another name.").format(name=name))
         return
     run.save(target)
-    st.success(f"Saved as `{name}`: choose it in the sidebar's checkpoint list and every page opens it.")
+    st.success(_("Saved as `{name}`: choose it in the sidebar's checkpoint list and every page opens it.").format(
+        name=name))
 
 
 def _zipped(run: LabRun, name: str) -> bytes:

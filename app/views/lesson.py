@@ -10,6 +10,7 @@ from app.context import Context
 from app.settings import selectbox, setting
 from app.ui import chart
 from figures.lesson import STEPS, LessonData
+from i18n import _
 
 LESSON_STEP = setting("lesson_step", "lesson", 1, int, bounds=(1, len(STEPS)))   # 1-based
 
@@ -22,24 +23,25 @@ def controls() -> int:
     """Previous / next (keyboard ← →) and a list of the steps; returns the current step (1-based)."""
     c = st.columns([1, 1, 5])
     current = state.get(LESSON_STEP.name, LESSON_STEP.default)
-    c[0].button("Previous", key="lesson_prev", icon=":material/chevron_left:", disabled=current <= 1,
-                shortcut="Left", help="keyboard: ←", on_click=_move, args=(-1,))
-    c[1].button("Next", key="lesson_next", icon=":material/chevron_right:", disabled=current >= len(STEPS),
-                shortcut="Right", help="keyboard: →", on_click=_move, args=(1,))
-    return selectbox(c[2], LESSON_STEP, "Step", range(1, len(STEPS) + 1), format_func=lambda k: STEPS[k - 1].title,
+    c[0].button(_("Previous"), key="lesson_prev", icon=":material/chevron_left:", disabled=current <= 1,
+                shortcut="Left", help=_("keyboard: ←"), on_click=_move, args=(-1,))
+    c[1].button(_("Next"), key="lesson_next", icon=":material/chevron_right:", disabled=current >= len(STEPS),
+                shortcut="Right", help=_("keyboard: →"), on_click=_move, args=(1,))
+    return selectbox(c[2], LESSON_STEP, _("Step"), range(1, len(STEPS) + 1),
+                     format_func=lambda k: _(STEPS[k - 1].title),
                      label_visibility="collapsed")
 
 
 def render(ctx: Context) -> None:
     if ctx.checkpoint.config.norm_first:
-        st.info("This lesson follows the paper's post-norm layers; this model is pre-norm.")
+        st.info(_("This lesson follows the paper's post-norm layers; this model is pre-norm."))
         return
     k = controls()
     step = STEPS[k - 1]
-    st.progress(k / len(STEPS), text=f"step {k} of {len(STEPS)}")
-    st.header(step.title)
-    st.markdown(step.text)
+    st.progress(k / len(STEPS), text=_("step {k} of {n}").format(k=k, n=len(STEPS)))
+    st.header(_(step.title))
+    st.markdown(_(step.text))
     st.latex(step.formula)
     fig = ctx.figure("lesson", k, lambda: step.figure(LessonData(ctx.checkpoint, ctx.with_stream)))
     chart(st, fig, key="lesson_figure", settings=ctx.settings)
-    st.info(f"**Try this:** {step.try_this}", icon=":material/science:")
+    st.info(_("**Try this:** {task}").format(task=_(step.try_this)), icon=":material/science:")

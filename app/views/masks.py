@@ -9,30 +9,31 @@ import figures
 from app.context import Context
 from app.settings import layer_head, radio, setting
 from app.ui import chart, csv_button, tokens_for
+from i18n import N_, _
 from model.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.pipeline import InputError
 
 MASK_KIND = setting("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
 SHORT = {"en": "A dog.", "de": "Ein Hund.", "fr": "Un chien."}
-INTRO = (
+INTRO = N_(
     "A mask says which keys each query may look at (1) and which are blocked (0). Blocked scores are set to −∞ "
     "before the softmax, so their weights come out exactly 0."
 )
-PADDING_CAPTION = (
+PADDING_CAPTION = N_(
     "The shorter sentence is padded with <pad> to the batch length; its padded columns are blocked, so no real "
     "token attends to padding. (Padded rows are computed but never used.)"
 )
 
 
 def render(ctx: Context) -> None:
-    st.caption(INTRO)
+    st.caption(_(INTRO))
     _padding(ctx)
     _causal_and_cross(ctx)
     _before_and_after(ctx)
 
 
 def _padding(ctx: Context) -> None:
-    st.subheader("Padding mask: a batch of two sentences")
+    st.subheader(_("Padding mask: a batch of two sentences"))
     try:
         batch = ctx.encoder_batch((ctx.explanation.text, SHORT.get(ctx.checkpoint.src_lang, "A dog.")))
     except InputError as exc:
@@ -42,32 +43,33 @@ def _padding(ctx: Context) -> None:
     for b, col in enumerate(st.columns(2)):
         toks = batch.source_tokens[b]
         mask = ctx.figure(f"pad_mask_{b}", (), lambda b=b, toks=toks: figures.mask_heatmap(
-            batch.mask("encoder_self")[b].int().numpy(), toks, toks, title=f"sentence {b + 1}: encoder padding mask"))
+            batch.mask("encoder_self")[b].int().numpy(), toks, toks,
+            title=_("sentence {n}: encoder padding mask").format(n=b + 1)))
         chart(col, mask, key=f"pad_mask_{b}", settings=ctx.settings)
         weights = ctx.figure(f"pad_attn_{b}", (), lambda b=b, toks=toks: figures.attention_heatmap(
-            layer0[b, 0].numpy(), toks, toks, title=f"sentence {b + 1}: layer 0, head 0 weights"))
+            layer0[b, 0].numpy(), toks, toks, title=_("sentence {n}: layer 0, head 0 weights").format(n=b + 1)))
         chart(col, weights, key=f"pad_attn_{b}", settings=ctx.settings)
-    st.caption(PADDING_CAPTION)
+    st.caption(_(PADDING_CAPTION))
 
 
 def _causal_and_cross(ctx: Context) -> None:
-    st.subheader("Causal and cross-attention masks of this translation")
+    st.subheader(_("Causal and cross-attention masks of this translation"))
     trace = ctx.explanation.trace
     src, tgt = trace.source_tokens[0], trace.target_tokens[0]
     c1, c2 = st.columns(2)
     causal = ctx.figure("causal_mask", (), lambda: figures.mask_heatmap(
-        trace.mask("decoder_self")[0].int().numpy(), tgt, tgt, title="decoder self-attention: causal mask"))
+        trace.mask("decoder_self")[0].int().numpy(), tgt, tgt, title=_("decoder self-attention: causal mask")))
     chart(c1, causal, key="causal_mask", settings=ctx.settings)
     cross = ctx.figure("cross_mask", (), lambda: figures.mask_heatmap(
-        trace.mask("cross")[0].int().numpy(), tgt, src, title="cross-attention: every source token"))
+        trace.mask("cross")[0].int().numpy(), tgt, src, title=_("cross-attention: every source token")))
     chart(c2, cross, key="cross_mask", settings=ctx.settings)
 
 
 def _before_and_after(ctx: Context) -> None:
-    st.subheader("Before and after the softmax")
+    st.subheader(_("Before and after the softmax"))
     trace = ctx.explanation.trace
-    name = radio(st, MASK_KIND, "Attention", list(ATTENTION_KINDS), horizontal=True,
-                 format_func=lambda k: ATTENTION_KINDS[k].label)
+    name = radio(st, MASK_KIND, _("Attention"), list(ATTENTION_KINDS), horizontal=True,
+                 format_func=lambda k: _(ATTENTION_KINDS[k].label))
     kind = ATTENTION_KINDS[name]
     a, b = st.columns(2)
     layer, head = layer_head((a, b), trace.num_layers(kind.stack), ctx.checkpoint.config.n_heads)
@@ -77,9 +79,9 @@ def _before_and_after(ctx: Context) -> None:
     c1, c2 = st.columns(2)
     where = (name, layer, head)
     chart(c1, ctx.figure("scores", where, lambda: figures.scores_heatmap(
-        scores, rows, keys, "scores q·k/√d_k, blocked = −∞")), key="scores", settings=ctx.settings)
+        scores, rows, keys, _("scores q·k/√d_k, blocked = −∞"))), key="scores", settings=ctx.settings)
     chart(c2, ctx.figure("weights", where, lambda: figures.attention_heatmap(
-        weights, rows, keys, title="weights after softmax (blocked = 0)")), key="weights", settings=ctx.settings)
+        weights, rows, keys, title=_("weights after softmax (blocked = 0)"))), key="weights", settings=ctx.settings)
     a, b = st.columns(2)
     csv_button(a, scores, rows, keys, f"scores-{name}-layer{layer}-head{head}")
     csv_button(b, weights, rows, keys, f"weights-{name}-layer{layer}-head{head}")

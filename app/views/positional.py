@@ -9,6 +9,7 @@ import figures
 from app.context import Context
 from app.settings import multiselect, setting, slider
 from app.ui import chart, csv_button
+from i18n import N_, _
 from model import names
 
 PE_DIMS = setting("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
@@ -20,15 +21,15 @@ FORMULA = {
               r"PE_{(pos,\,d_{model}/2+i)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\ "
               r"i < d_{model}/2",
 }
-INTRO = (
+INTRO = N_(
     "Attention itself ignores word order: every token is compared with every other. The model knows positions "
     "only because a fixed pattern of sines and cosines is added to each token's embedding before the first layer."
 )
-HALVES_NOTE = (
+HALVES_NOTE = N_(
     "This model (Marian) lays the same sinusoids out differently from the paper: all sines in the first half of "
     "the dimensions, all cosines in the second."
 )
-CURVES_CAPTION = (
+CURVES_CAPTION = N_(
     "Low dimensions turn fast, high ones slowly: together they give each position a unique code, and "
     "PE(pos + k) is a fixed rotation of PE(pos) for any offset k, so relative positions are easy to use."
 )
@@ -44,10 +45,10 @@ def default_dims(d: int, layout: str) -> list[int]:
 def render(ctx: Context) -> None:
     ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
     cfg = ckpt.config
-    st.caption(INTRO)
+    st.caption(_(INTRO))
     st.latex(FORMULA[cfg.pe_layout])
     if cfg.pe_layout == "halves":
-        st.caption(HALVES_NOTE)
+        st.caption(_(HALVES_NOTE))
     tokens = ex.trace.source_tokens[0]
     pe = ex.trace[names.side("source", "positional")].numpy()  # (S, D)
     c1, c2 = st.columns(2)
@@ -56,16 +57,16 @@ def render(ctx: Context) -> None:
           settings=settings)
     csv_button(c1, pe, tokens, [str(i) for i in range(pe.shape[1])], "positional-encoding")
     d = cfg.d_model
-    dims = multiselect(st, PE_DIMS, "Dimensions to plot", range(d), default=default_dims(d, cfg.pe_layout))
-    positions = slider(st, PE_POSITIONS, "Positions", bounds=(10, cfg.max_positions),
+    dims = multiselect(st, PE_DIMS, _("Dimensions to plot"), range(d), default=default_dims(d, cfg.pe_layout))
+    positions = slider(st, PE_POSITIONS, _("Positions"), bounds=(10, cfg.max_positions),
                        default=min(100, cfg.max_positions))
     curves = ctx.figure("pe_curves", (tuple(dims), positions), lambda: figures.pe_curves(
         ckpt.model.positional.pe[:positions].numpy(), dims))
     chart(st, curves, key="pe_curves", settings=settings)
-    st.caption(CURVES_CAPTION)
+    st.caption(_(CURVES_CAPTION))
     parts = ctx.figure("pe_decomposition", (), lambda: figures.embedding_decomposition(
         ex.trace[names.side("source", "embedding")][0].numpy(), pe, tokens))
     chart(st, parts, key="pe_decomposition", settings=settings)
-    st.caption(f"Token embeddings are multiplied by √d_model = {d**0.5:.1f}, so they are not drowned by the "
-               "positional encoding, whose norm is √(d_model/2) at every position." if cfg.scale_embedding else
-               "This model does not scale its token embeddings by √d_model.")
+    st.caption(_("Token embeddings are multiplied by √d_model = {root}, so they are not drowned by the "
+                 "positional encoding, whose norm is √(d_model/2) at every position.").format(root=f"{d**0.5:.1f}")
+               if cfg.scale_embedding else _("This model does not scale its token embeddings by √d_model."))

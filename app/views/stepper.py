@@ -12,7 +12,8 @@ from app import classroom, polls, state
 from app.context import Context
 from app.settings import flag, setting, toggle
 from app.state import StepCursor
-from app.ui import chart
+from app.ui import chart, fragment
+from i18n import N_, _
 from model.confidence import LOW_TOKEN_PROB
 from model.decoding import StepRecord
 from model.readings import first_divergence, tree_until
@@ -21,14 +22,14 @@ ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of e
 STEP_USED_CHART = setting("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too
 PLAY_DELAY_S = 0.7
 CAPTIONS = {
-    "greedy": "Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "
-              "tokens so far (masked self-attention), outputs P(next token) = softmax(h Wᵀ), and takes the "
-              "likeliest token.",
-    "beam": "Beam search keeps the k best partial translations. Each step extends every one by its likeliest "
-            "tokens, scores them by total log-probability divided by the length penalty ((5+n)/6)^α, keeps the "
-            "best k, and sets aside those that ended with </s>.",
-    "sample": "Sampling draws each token at random from softmax(logits / T): a low temperature T sharpens the "
-              "distribution towards greedy, a high one flattens it.",
+    "greedy": N_("Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "
+                 "tokens so far (masked self-attention), outputs P(next token) = softmax(h Wᵀ), and takes the "
+                 "likeliest token."),
+    "beam": N_("Beam search keeps the k best partial translations. Each step extends every one by its likeliest "
+               "tokens, scores them by total log-probability divided by the length penalty ((5+n)/6)^α, keeps the "
+               "best k, and sets aside those that ended with </s>."),
+    "sample": N_("Sampling draws each token at random from softmax(logits / T): a low temperature T sharpens the "
+                 "distribution towards greedy, a high one flattens it."),
 }
 
 
@@ -41,25 +42,25 @@ def controls(cursor: StepCursor, n_steps: int) -> int:
     on the cursor in callbacks, before the page is drawn, so their disabled states are current."""
     step = cursor.step
     c = st.columns([1.1, 1.3, 1.3, 1.1, 5])
-    c[0].button("Reset", key="reset", icon=":material/first_page:", on_click=cursor.reset)
-    c[1].button("Prev", key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left",
-                help="keyboard: ←", on_click=cursor.move, args=(-1, n_steps))
-    c[2].button("Next", key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1,
-                shortcut="Right", help="keyboard: →", on_click=cursor.move, args=(1, n_steps))
-    c[3].button("Pause" if cursor.playing else "Play", key="play",
+    c[0].button(_("Reset"), key="reset", icon=":material/first_page:", on_click=cursor.reset)
+    c[1].button(_("Prev"), key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left",
+                help=_("keyboard: ←"), on_click=cursor.move, args=(-1, n_steps))
+    c[2].button(_("Next"), key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1,
+                shortcut="Right", help=_("keyboard: →"), on_click=cursor.move, args=(1, n_steps))
+    c[3].button(_("Pause") if cursor.playing else _("Play"), key="play",
                 icon=":material/pause:" if cursor.playing else ":material/play_arrow:", on_click=cursor.toggle_play)
     if n_steps > 1:
-        c[4].slider("Step", 0, n_steps - 1, value=step, key=cursor.slider_key, on_change=_slid, args=(cursor,))
+        c[4].slider(_("Step"), 0, n_steps - 1, value=step, key=cursor.slider_key, on_change=_slid, args=(cursor,))
     return step
 
 
 def render(ctx: Context) -> None:
-    st.caption(CAPTIONS[ctx.settings.opts.method] + " Keyboard: ← and → step.")
+    st.caption(_(CAPTIONS[ctx.settings.opts.method]) + " " + _("Keyboard: ← and → step."))
     stepping(ctx)
     _token_confidence(ctx)       # outside the fragment: Next does not send it again
 
 
-@st.fragment
+@fragment
 def stepping(ctx: Context) -> None:
     """Everything a step changes. A fragment: Prev / Next / Play / the slider rerun only this,
     not the sidebar, the sentence and its translation (a class on one link steps together)."""
@@ -72,13 +73,14 @@ def stepping(ctx: Context) -> None:
     chosen = _pick_hypothesis(record, ctx, t)
     hyp = record.hypotheses[chosen]
     decode = ctx.checkpoint.tgt_tokenizer.decode
-    st.markdown(f"**Step {t}** of {len(steps) - 1}. Output so far: `{decode(hyp.tokens) or '(nothing yet)'}`")
+    st.markdown(_("**Step {t}** of {n}. Output so far: `{output}`").format(
+        t=t, n=len(steps) - 1, output=decode(hyp.tokens) or _("(nothing yet)")))
     pieces = ctx.checkpoint.tgt_tokenizer.pieces
     polls.offer_next_token_poll(ex.text, decode(hyp.tokens), [(pieces([tok])[0], p) for tok, p in hyp.top_k[:4]],
                                     t)
     if polls.answer_hidden(polls.NEXT_TOKEN):
-        st.info("The next token, the search tree and the translation are hidden while the class answers "
-                "“What comes next?”.", icon=":material/visibility_off:")
+        st.info(_("The next token, the search tree and the translation are hidden while the class answers "
+                  "“What comes next?”."), icon=":material/visibility_off:")
     else:
         if settings.opts.method == "beam":
             _beam_tree(ctx, steps, t, chosen)
@@ -94,18 +96,19 @@ def _pick_hypothesis(record: StepRecord, ctx: Context, t: int) -> int:
     if len(record.hypotheses) == 1:
         return 0
     decode = ctx.checkpoint.tgt_tokenizer.decode
-    names = [f"{h.index}: {decode(h.tokens) or '(start)'}  [score {h.score:.2f}]" for h in record.hypotheses]
-    return st.selectbox("Hypothesis to inspect", range(len(names)), format_func=names.__getitem__, key=f"hyp_{t}")
+    names = [_("{i}: {tokens}  [score {score}]").format(i=h.index, tokens=decode(h.tokens) or _("(start)"),
+                                                         score=f"{h.score:.2f}") for h in record.hypotheses]
+    return st.selectbox(_("Hypothesis to inspect"), range(len(names)), format_func=names.__getitem__, key=f"hyp_{t}")
 
 
 def _beam_tree(ctx: Context, steps: list[StepRecord], t: int, chosen: int) -> None:
-    every_step = toggle(st, ALL_PRUNED, "Show the pruned candidates of every step",
-                        help="Off: only the current step's pruned candidates, so a wide beam stays readable.")
+    every_step = toggle(st, ALL_PRUNED, _("Show the pruned candidates of every step"),
+                        help=_("Off: only the current step's pruned candidates, so a wide beam stays readable."))
 
     def build():
         nodes, edges, index = tree_until(steps, t, ctx.checkpoint.tgt_tokenizer.pieces,
                                          pruned_only_last=not every_step)
-        return figures.beam_tree(nodes, edges, title="beam search tree (● live/kept, ■ finished, × pruned)",
+        return figures.beam_tree(nodes, edges, title=_("beam search tree (● live/kept, ■ finished, × pruned)"),
                                  selected=index.get((t, chosen)))
     fig = ctx.figure("beam_tree", (t, chosen, every_step), build)
     chart(st, fig, key="tree", settings=ctx.settings)
@@ -122,16 +125,16 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
     topk = ctx.figure("topk", where, lambda: figures.top_k_bar(
         [pieces([tok])[0] for tok, _ in hyp.top_k], [p for _, p in hyp.top_k],
         chosen=pieces([token])[0] if token is not None else None,
-        title=f"next token after {len(so_far)} input tokens"))
+        title=_("next token after {n} input tokens").format(n=len(so_far))))
     chart(left, topk, key="topk", settings=settings)
     if hyp.cross_attn is not None:
         cross = ctx.figure("cross_row", where, lambda: _row(
             hyp.cross_attn, ctx.explanation.trace.source_tokens[0], so_far[-1]).update_layout(
-            title=f"cross-attention of the new position ({figures.label(so_far[-1])})"))
+            title=_("cross-attention of the new position ({token})").format(token=figures.label(so_far[-1]))))
         chart(right, cross, key="cross_row", settings=settings)
         _used(ctx, record, chosen)
     if hyp.self_attn is not None:
-        with st.expander("Decoder self-attention of the new position"):
+        with st.expander(_("Decoder self-attention of the new position")):
             own = ctx.figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1]))
             chart(st, own, key="self_row", settings=settings)
 
@@ -144,21 +147,24 @@ def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
     hyp, final = record.hypotheses[chosen], ctx.explanation.result.tokens
     t = len(hyp.tokens) - 1                                  # its tokens: the start symbol, then t outputs
     if hyp.tokens[1:] != final[:t] or t > len(final):
-        st.caption("What the model used is computed for the final translation; this hypothesis is not its start.")
+        st.caption(_("What the model used is computed for the final translation; this hypothesis is not its start."))
         return
     att = ctx.attribution(False, gradients=False)         # one traced pass: the first page stays quick
     key = "alti" if "alti" in att.scores else "value_norm"
-    label, looked, used = att.methods[key].label, hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t]
+    label, looked, used = att.methods[key].shown(), hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t]
     share = att.scores[key].source_share()
-    st.markdown(f"**What {figures.label(att.generated_tokens[t])} used** ({label}): {_top(att.source_tokens, used)}"
-                + ("" if share is None else f"; {share[t]:.0%} of it came from the source, the rest from the output "
-                                            "so far")
-                + f". **Where it looked** (cross-attention, heads averaged): {_top(att.source_tokens, looked)}.")
-    if toggle(st, STEP_USED_CHART, "Chart: where it looked beside what it used",
-              help="Every method, side by side: the page What the model used."):
+    token = figures.label(att.generated_tokens[t])
+    st.markdown(_("**What {token} used** ({method}): {top}").format(token=token, method=label,
+                                                                    top=_top(att.source_tokens, used))
+                + ("" if share is None else _("; {share} of it came from the source, the rest from the output "
+                                              "so far").format(share=f"{share[t]:.0%}"))
+                + _(". **Where it looked** (cross-attention, heads averaged): {top}.").format(
+                    top=_top(att.source_tokens, looked)))
+    if toggle(st, STEP_USED_CHART, _("Chart: where it looked beside what it used"),
+              help=_("Every method, side by side: the page What the model used.")):
         fig = ctx.figure("step_used", (record.step, chosen, key), lambda: figures.step_used_vs_looked(
             att.source_tokens, looked, used, label,
-            title=f"step {record.step}: where it looked and what it used for {figures.label(att.generated_tokens[t])}"))
+            title=_("step {t}: where it looked and what it used for {token}").format(t=record.step, token=token)))
         chart(st, fig, key="step_used", settings=ctx.settings)
 
 
@@ -175,10 +181,10 @@ def _token_confidence(ctx: Context) -> None:
     ex = ctx.explanation
     tokens = ex.output_pieces(ctx.checkpoint)
     fig = ctx.figure("token_confidence", None, lambda: figures.token_confidence(
-        tokens, ex.output_probs, LOW_TOKEN_PROB, title="how sure the model was of each token of the translation"))
+        tokens, ex.output_probs, LOW_TOKEN_PROB, title=_("how sure the model was of each token of the translation")))
     chart(st, fig, key="token_confidence", settings=ctx.settings)
-    st.caption(f"Each token's probability given the source and the tokens before it. Below {LOW_TOKEN_PROB:g} "
-               "the model was guessing: check that word first.")
+    st.caption(_("Each token's probability given the source and the tokens before it. Below {low} "
+                 "the model was guessing: check that word first.").format(low=f"{LOW_TOKEN_PROB:g}"))
 
 
 def _row(attn, keys: list[str], query: str):
@@ -195,16 +201,17 @@ def _chosen_token(record: StepRecord, index: int) -> int | None:
 
 
 def _side_by_side(ctx: Context) -> None:
-    st.subheader("Greedy and beam side by side")
+    st.subheader(_("Greedy and beam side by side"))
     g, b = ctx.greedy.result.tokens, ctx.explanation.result.tokens
     where = first_divergence(g, b)
     pieces = ctx.checkpoint.tgt_tokenizer.pieces
     c1, c2 = st.columns(2)
-    for col, name, toks in ((c1, "greedy", g), (c2, "beam", b)):
+    for col, name, toks in ((c1, _("greedy"), g), (c2, _("beam"), b)):
         shown = [f"**:red[{figures.label(p)}]**" if i == where else figures.label(p)
                  for i, p in enumerate(pieces(toks))]
         col.markdown(f"**{name}:** " + " ".join(shown))
-    st.caption("identical" if where is None else f"first different token at output position {where} (in red)")
+    st.caption(_("identical") if where is None else
+               _("first different token at output position {i} (in red)").format(i=where))
 
 
 def _play(cursor: StepCursor, n_steps: int) -> None:

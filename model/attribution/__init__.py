@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from i18n import N_, _
 from model.attribution.alti import AltiUnavailable, alti_plus
 from model.attribution.attention import cross_rollout, head_agreement, method_key, raw_attention, value_norm
 from model.attribution.gradients import IG_STEPS, IntegratedGradients, Pass, gradient_x_input, integrated_gradients
@@ -44,37 +45,48 @@ RECORDING = Recording(qkv=True, stream=True)     # what the attention methods re
 @dataclass(frozen=True)
 class Method:
     key: str
-    label: str
+    name: str          # marked for the catalog (i18n/), like the caveat: `shown()` in the reader's language
     caveat: str        # what a student should keep in mind, one sentence
+    layer: int | None = None     # a per-layer method's layer
+
+    @property
+    def label(self) -> str:
+        """The English name with its layer, as files and the command line write it."""
+        return self.name if self.layer is None else f"{self.name}, layer {self.layer}"
+
+    def shown(self) -> str:
+        """The name in the interface's language (i18n/), with its layer."""
+        return _(self.name) if self.layer is None else _("{method}, layer {i}").format(method=_(self.name),
+                                                                                      i=self.layer)
 
 
 def methods(n_layers: int) -> dict[str, Method]:
     """Every method `attribute` computes, in the order pages list them."""
-    def per_layer(base: str, label: str, caveat: str) -> list[Method]:
-        return [Method(method_key(base, i), f"{label}, layer {i}", caveat) for i in range(n_layers)]
-    out = [Method("attention", "Attention (all layers, heads averaged)",
-                  "Where the heads looked, not what they carried: a head may look hard at a token whose "
-                  "value is tiny, and the residual stream bypasses attention altogether.")]
-    out += per_layer("attention", "Attention", "One layer's weights, heads averaged.")
+    def per_layer(base: str, name: str, caveat: str) -> list[Method]:
+        return [Method(method_key(base, i), name, caveat, i) for i in range(n_layers)]
+    out = [Method("attention", N_("Attention (all layers, heads averaged)"),
+                  N_("Where the heads looked, not what they carried: a head may look hard at a token whose "
+                     "value is tiny, and the residual stream bypasses attention altogether."))]
+    out += per_layer("attention", N_("Attention"), N_("One layer's weights, heads averaged."))
     out += [
-        Method("rollout", "Attention rollout (through cross-attention)",
-               "Assumes attention and the residual count equally, every head the same, and that values "
-               "and feed-forward layers change nothing."),
-        Method("value_norm", "Attention × value size (Kobayashi et al.)",
-               "Weights each look by the size of what the token sends, ||αf(x)||; still one sublayer "
-               "at a time, without the residual."),
+        Method("rollout", N_("Attention rollout (through cross-attention)"),
+               N_("Assumes attention and the residual count equally, every head the same, and that values "
+                  "and feed-forward layers change nothing.")),
+        Method("value_norm", N_("Attention × value size (Kobayashi et al.)"),
+               N_("Weights each look by the size of what the token sends, ||αf(x)||; still one sublayer "
+                  "at a time, without the residual.")),
     ]
-    out += per_layer("value_norm", "Attention × value size", "One layer.")
+    out += per_layer("value_norm", N_("Attention × value size"), N_("One layer."))
     out += [
-        Method("alti", "ALTI+ (contributions through every layer)",
-               "Follows every sublayer, residual and LayerNorm; treats the feed-forward layers as "
-               "mixing nothing and measures closeness by the Manhattan distance."),
-        Method("grad_x_input", "Gradient × input",
-               "A first-order (local) estimate: how log p changes for a small change of each "
-               "embedding; can be noisy."),
-        Method("integrated_gradients", "Integrated gradients (baseline: zero embeddings)",
-               "Adds up gradients from a zero-embedding baseline to the input; depends on that "
-               "baseline."),
+        Method("alti", N_("ALTI+ (contributions through every layer)"),
+               N_("Follows every sublayer, residual and LayerNorm; treats the feed-forward layers as "
+                  "mixing nothing and measures closeness by the Manhattan distance.")),
+        Method("grad_x_input", N_("Gradient × input"),
+               N_("A first-order (local) estimate: how log p changes for a small change of each "
+                  "embedding; can be noisy.")),
+        Method("integrated_gradients", N_("Integrated gradients (baseline: zero embeddings)"),
+               N_("Adds up gradients from a zero-embedding baseline to the input; depends on that "
+                  "baseline.")),
     ]
     return {m.key: m for m in out}
 
@@ -134,9 +146,9 @@ def attribute(ckpt: Checkpoint, source: list[int], output: list[int], integrated
             scores["integrated_gradients"] = ig.scores
             clock.lap("integrated_gradients")
     else:
-        unavailable["grad_x_input"] = "not computed (gradients not asked for)"
+        unavailable["grad_x_input"] = N_("not computed (gradients not asked for)")
     if ig is None:
-        unavailable["integrated_gradients"] = "not computed (the slow method; ask for it)"
+        unavailable["integrated_gradients"] = N_("not computed (the slow method; ask for it)")
     order = methods(cfg.n_decoder_layers)
     return Attribution(trace.source_tokens[0], trace.target_tokens[0], ckpt.tgt_tokenizer.pieces(output + [cfg.eos_id]),
                        log_probs, {k: scores[k] for k in order if k in scores}, order, unavailable, ig, trace,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from i18n import N_
 from model import names
 from model.attribution.attention import weighted_terms
 from model.attribution.scores import Scores
@@ -36,8 +37,8 @@ class AltiUnavailable(ValueError):
 
 def check_model(model: Transformer) -> None:
     if model.cfg.norm_first:
-        raise AltiUnavailable("ALTI+ is defined here for the paper's post-norm layers (LayerNorm after the "
-                              "residual); this model normalises first")
+        raise AltiUnavailable(N_("ALTI+ is defined here for the paper's post-norm layers (LayerNorm after the "
+                                 "residual); this model normalises first"))
 
 
 def decompose(trace: Trace, model: Transformer, stack: str, i: int, sub: str) -> tuple[Tensor, Tensor]:

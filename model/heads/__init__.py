@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from i18n import N_, _
 from model import names
 from model.attribution import AltiUnavailable, alti_plus, head_agreement, traced_pass
 from model.checkpoint import Checkpoint
@@ -78,9 +79,9 @@ class SentenceSet:
 def skipped_summary(skipped: Sequence[tuple[int, str]]) -> str:
     """'3 blank, 1 over the token limit' (or '' when nothing was skipped)."""
     counts: dict[str, int] = {}
-    for _, why in skipped:
+    for _line, why in skipped:
         counts[why] = counts.get(why, 0) + 1
-    return ", ".join(f"{n} {why}" for why, n in counts.items())
+    return ", ".join(f"{n} {_(why)}" for why, n in counts.items())
 
 
 def sentence_set(ckpt: Checkpoint, lines: Sequence[str], name: str) -> SentenceSet:
@@ -89,13 +90,13 @@ def sentence_set(ckpt: Checkpoint, lines: Sequence[str], name: str) -> SentenceS
     texts, numbers, skipped = [], [], []
     for i, line in enumerate(lines, 1):
         if not line.strip():
-            skipped.append((i, "blank"))
+            skipped.append((i, N_("blank")))
             continue
         try:
             source_ids(ckpt, line)
         except InputError:
             too_long = len(ckpt.src_tokenizer.encode(line.strip())) > max_source_tokens(ckpt)
-            skipped.append((i, "over the token limit" if too_long else "unreadable by the tokenizer"))
+            skipped.append((i, N_("over the token limit") if too_long else N_("unreadable by the tokenizer")))
             continue
         texts.append(line.strip())
         numbers.append(i)
@@ -233,7 +234,7 @@ def _translate(ckpt: Checkpoint, ids: list[list[int]], opts: DecodeOptions, prog
         chunk = order[start:start + BATCH]
         for i, result in zip(chunk, decode_many(ckpt, [ids[i] for i in chunk], opts)):
             outputs[i] = result.tokens
-        progress("translating", min(start + BATCH, len(ids)), len(ids))
+        progress(N_("translating"), min(start + BATCH, len(ids)), len(ids))
     return outputs
 
 
@@ -296,7 +297,7 @@ def _measure(ckpt: Checkpoint, ids: list[list[int]], outputs: list[list[int]], p
         for name, layout in _layouts(trace, chunk, pieces).items():
             totals[name].add(trace.attention(name).float().cpu().numpy(), layout)
         _gather_vectors(trace, chunk, where, vectors)
-        progress("measuring attention", min(start + BATCH, len(ids)), len(ids))
+        progress(N_("measuring attention"), min(start + BATCH, len(ids)), len(ids))
     kinds = {}
     for name, t in totals.items():
         means = t.means()
@@ -340,7 +341,7 @@ def _knockout(ckpt: Checkpoint, kinds: dict[str, KindStatistics], pairs, progres
 
     def step(n: int) -> None:
         done[0] += n
-        progress("switching heads off", done[0], len(pairs))
+        progress(N_("switching heads off"), done[0], len(pairs))
     costs = knockout_costs(ckpt.model, pairs, heads, BATCH, step).mean(0)              # (n_heads,)
     by_name = dict(zip(heads, costs))
     cfg = ckpt.config
@@ -355,13 +356,13 @@ def _agreement(ckpt: Checkpoint, cross: KindStatistics, pairs, progress: Progres
     """Mean agreement of each cross-attention head with ALTI+ over `pairs`; the number used."""
     rows = []
     for n, (source, output) in enumerate(pairs, 1):
-        trace, _ = traced_pass(ckpt, source, output)
+        trace, _forced = traced_pass(ckpt, source, output)
         try:
             rows.append(head_agreement(trace, alti_plus(trace, ckpt.model)))
         except AltiUnavailable as exc:
             notes.append(f"agreement with ALTI+ not computed: {exc}")
             return 0
-        progress("comparing with ALTI+", n, len(pairs))
+        progress(N_("comparing with ALTI+"), n, len(pairs))
     if rows:
         with warnings.catch_warnings():            # a head with no defined correlation anywhere stays nan
             warnings.simplefilter("ignore", RuntimeWarning)

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from i18n import N_
+
 
 @dataclass(frozen=True)
 class Rule:
-    role: str
+    role: str                       # marked for the catalog (i18n/): `_(rule.role)` where shown
     kinds: tuple[str, ...]          # the attention kinds it applies to
-    text: str                       # the rule, for a student
+    text: str                       # the rule, for a student (marked too)
     holds: Callable[[dict[str, float]], bool]
 
 
@@ -24,25 +26,26 @@ POSITION = 0.4      # a fixed position holding 40 % of the mass, where a uniform
 SELF = ("encoder_self", "decoder_self")
 ALL = ("encoder_self", "decoder_self", "cross")
 RULES: tuple[Rule, ...] = (
-    Rule("end-of-sentence sink", ("encoder_self", "cross"), "at least 40 % of its attention on the source's "
-         "end-of-sentence token", lambda m: m["sink"] >= POSITION),
-    Rule("start-symbol sink", ("decoder_self",), "at least 40 % of its attention on the start symbol",
+    Rule(N_("end-of-sentence sink"), ("encoder_self", "cross"), N_("at least 40 % of its attention on the source's "
+         "end-of-sentence token"), lambda m: m["sink"] >= POSITION),
+    Rule(N_("start-symbol sink"), ("decoder_self",), N_("at least 40 % of its attention on the start symbol"),
          lambda m: m["sink"] >= POSITION),
-    Rule("previous token", SELF, "at least 40 % of its attention on the token just before the query",
+    Rule(N_("previous token"), SELF, N_("at least 40 % of its attention on the token just before the query"),
          lambda m: m["previous"] >= POSITION),
-    Rule("same token", SELF, "at least 40 % of its attention on the query's own token",
+    Rule(N_("same token"), SELF, N_("at least 40 % of its attention on the query's own token"),
          lambda m: m["same"] >= POSITION),
-    Rule("next token", ("encoder_self",), "at least 40 % of its attention on the token just after the query",
+    Rule(N_("next token"), ("encoder_self",), N_("at least 40 % of its attention on the token just after the query"),
          lambda m: m["next"] >= POSITION),
-    Rule("diagonal / alignment", ("cross",), "at least half its attention within one token of the monotonic "
-         "diagonal (first output word to first source word, last to last)",
+    Rule(N_("diagonal / alignment"), ("cross",), N_("at least half its attention within one token of the monotonic "
+         "diagonal (first output word to first source word, last to last)"),
          lambda m: m["previous"] + m["same"] + m["next"] >= 0.5),
-    Rule("punctuation", ALL, "at least 40 % of its attention on punctuation marks", lambda m: m["punctuation"] >= 0.4),
-    Rule("broad / averaging", ALL, "its rows' entropy at least 75 % of the uniform distribution's",
+    Rule(N_("punctuation"), ALL, N_("at least 40 % of its attention on punctuation marks"),
+         lambda m: m["punctuation"] >= 0.4),
+    Rule(N_("broad / averaging"), ALL, N_("its rows' entropy at least 75 % of the uniform distribution's"),
          lambda m: m["entropy_norm"] >= 0.75),
-    Rule("focused, by content", ALL, "its largest weight at least 0.5 on average, on no fixed position",
+    Rule(N_("focused, by content"), ALL, N_("its largest weight at least 0.5 on average, on no fixed position"),
          lambda m: m["max_weight"] >= 0.5),
-    Rule("mixed", ALL, "none of the rules above holds", lambda m: True),
+    Rule(N_("mixed"), ALL, N_("none of the rules above holds"), lambda m: True),
 )
 
 

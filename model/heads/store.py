@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from i18n import N_, Later
 from model.checkpoint import Checkpoint
 from model.decoding import DecodeOptions
 from model.heads import (
@@ -127,7 +128,7 @@ def current(path: str | Path, weights: str) -> tuple[HeadStatistics | None, str]
     except StatisticsError as exc:
         return None, str(exc)
     if stats.fingerprint != weights:
-        return None, f"{path} was computed from other weights (the checkpoint has changed since)"
+        return None, Later(N_("{path} was computed from other weights (the checkpoint has changed since)"), path=path)
     return stats, ""
 
 

@@ -1,0 +1,126 @@
+"""The interface's languages (i18n/): every text the app shows has its German, the language is one
+session's (a context variable, never the process's), links carry it, and every page drawn in German
+has no English sentence left in its texts, labels, help and figures."""
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import i18n
+from i18n import N_, Later, _, ngettext
+from tests.support import APP, goto, link_of, page_of
+
+# Words that make a sentence English and that German does not use (not "in", "an", "was", "will", "so").
+ENGLISH = frozenset("the of and is are to with this which that from each every its what where how when not for or "
+                    "by be has have it you your been does than only into their there these those".split())
+PAGES = ("overview", "explore", "lesson", "step", "positional", "masks", "head", "knockout", "attribution", "heads",
+         "lab", "card")
+
+
+def english_sentences(texts: list[str]) -> list[str]:
+    """The texts that read as English: two or more of ENGLISH's words, once code (`...`), quoted data
+    („...“, “...”) and markup are taken out. Tokens and sentences of the model are data, not interface."""
+    found = []
+    for text in texts:
+        plain = re.sub(r"`[^`]*`|„[^“]*“|“[^”]*”|<[^>]+>|%\{[^}]*\}|\$[^$]*\$", " ", text)
+        words = re.findall(r"[A-Za-z']+", plain.lower())
+        if len([w for w in words if w in ENGLISH]) >= 2:
+            found.append(text)
+    return found
+
+
+def test_every_text_shown_has_its_translation_and_every_catalog_is_compiled():
+    pytest.importorskip("babel", reason="the catalog check needs Babel (the dev extra)")
+    from i18n import catalogs
+    assert catalogs.problems() == []
+
+
+def test_the_language_belongs_to_the_context_not_the_process():
+    assert _("Next") == "Next"                      # nobody chose: English (the command-line tools, tests)
+    with i18n.using("de"):
+        assert _("Next") == "Weiter"
+        elsewhere = []                             # another thread: another session's run
+        worker = threading.Thread(target=lambda: elsewhere.append(_("Next")))
+        worker.start()
+        worker.join()
+        assert elsewhere == ["Next"]
+    assert _("Next") == "Next"
+    with i18n.using("xx"):                         # no such catalog: English
+        assert _("Next") == "Next"
+
+
+def test_plurals_placeholders_and_texts_put_into_words_later():
+    with i18n.using("de"):
+        assert ngettext("{n} answer so far", "{n} answers so far", 1).format(n=1) == "bisher 1 Antwort"
+        assert ngettext("{n} answer so far", "{n} answers so far", 3).format(n=3) == "bisher 3 Antworten"
+        later = Later(N_("the text is {n} subword tokens long; the limit is {limit}"), n=300, limit=255)
+        assert str(later) == "der Text ist 300 Teilwort-Tokens lang; die Grenze liegt bei 255"
+    assert str(later) == "the text is 300 subword tokens long; the limit is 255"
+    assert i18n.own_name("de") == "Deutsch" and i18n.own_name("en") == "English"
+
+
+def test_the_browser_language_is_read_from_its_tag():
+    assert [i18n.from_locale(t) for t in ("de-DE", "de", "DE-at", "en_US", "fr-FR", "", None)] == \
+        ["de", "de", "de", "en", None, None, None]
+
+
+def test_the_english_detector_finds_english_and_passes_german_and_data():
+    assert english_sentences(["Click a cell to see that knockout's translation."])
+    assert not english_sentences(["Klicke auf eine Zelle, um die Übersetzung ohne diesen Teil zu sehen.",
+                                  "Ausgabe: `the dog is in the park`", "„the cat and the dog“ wird übersetzt"])
+
+
+def _texts(at: AppTest) -> list[str]:
+    """Every text a page shows: markdown and messages, headers, widget labels and help, figure words."""
+    texts = []
+    for kind in ("markdown", "caption", "info", "warning", "success", "error", "title", "header", "subheader"):
+        texts += [str(e.value) for e in at.get(kind)]
+    for kind in ("button", "selectbox", "radio", "slider", "toggle", "text_input", "multiselect", "number_input",
+                 "select_slider", "text_area", "download_button"):
+        for e in at.get(kind):
+            texts += [str(getattr(e, "label", "") or ""), str(getattr(e, "help", "") or "")]
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        layout = spec.get("layout", {})
+        texts += [str(layout.get("title", {}).get("text", "") if isinstance(layout.get("title"), dict)
+                      else layout.get("title", ""))]
+        texts += [str(a.get("title", {}).get("text", "")) for k, a in layout.items()
+                  if k.startswith(("xaxis", "yaxis")) and isinstance(a, dict) and isinstance(a.get("title"), dict)]
+        texts += [str(t.get("name", "")) for t in spec.get("data", [])]
+    return [t for t in texts if t]
+
+
+@pytest.fixture
+def german(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["lang"] = "de"
+    return at.run()
+
+
+def test_every_page_in_german_has_no_english_sentence_left(german):
+    at, left = german, {}
+    assert not at.exception, at.exception
+    assert at.selectbox(key="language").value == "de" and link_of(at)["lang"] == "de"
+    for slug in PAGES:
+        goto(at, slug)
+        assert not at.exception, (slug, at.exception)
+        assert page_of(at) == slug
+        found = english_sentences(_texts(at))
+        if found:
+            left[slug] = found
+    assert not left, left
+
+
+def test_the_language_picker_switches_the_whole_page_and_the_link(german):
+    at = german
+    goto(at, "step")
+    assert at.button(key="next").label == "Weiter"
+    at.selectbox(key="language").set_value("en").run()
+    assert at.button(key="next").label == "Next" and "lang" not in link_of(at)
+    at.selectbox(key="language").set_value("de").run()
+    assert at.button(key="next").label == "Weiter" and link_of(at)["lang"] == "de"
