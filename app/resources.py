@@ -175,8 +175,8 @@ def default_sentences(path: str) -> heads.SentenceSet | str:
     $TRANSFORMER_DATA), read and tokenized once per process; or why there is none."""
     try:
         return heads.read_set(get_checkpoint(path), data=config().data)
-    except heads.StatisticsError as exc:
-        return str(exc)
+    except heads.StatisticsError as exc:          # its text, put into words where it is shown
+        return exc.args[0] if exc.args else str(exc)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

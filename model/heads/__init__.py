@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from i18n import N_, _
+from i18n import N_, Later, _
 from model import names
 from model.attribution import AltiUnavailable, alti_plus, head_agreement, traced_pass
 from model.checkpoint import Checkpoint
@@ -101,8 +101,10 @@ def sentence_set(ckpt: Checkpoint, lines: Sequence[str], name: str) -> SentenceS
         texts.append(line.strip())
         numbers.append(i)
     if not texts:
-        said = f" ({len(skipped)} skipped: {skipped_summary(skipped)})" if skipped else ""
-        raise StatisticsError(f"{name} has no sentence the model can read{said}")
+        if skipped:
+            raise StatisticsError(Later(N_("{name} has no sentence the model can read ({n} skipped: {why})"),
+                                        name=name, n=len(skipped), why=skipped_summary(skipped)))
+        raise StatisticsError(Later(N_("{name} has no sentence the model can read"), name=name))
     return SentenceSet(name, texts, numbers, skipped)
 
 
@@ -113,8 +115,9 @@ def read_set(ckpt: Checkpoint, path: str | Path | None = None, data: str | Path 
         try:
             path = split_file(data, DEFAULT_SPLIT, ckpt.src_lang)
         except DataError:
-            raise StatisticsError(f"the default set ({DEFAULT_SPLIT} in {ckpt.src_lang!r}) is not in {data}: "
-                                  "name a text file of sentences, one per line") from None
+            raise StatisticsError(Later(N_("the default set ({split} in {lang!r}) is not in {data}: name a text file "
+                                           "of sentences, one per line"), split=DEFAULT_SPLIT, lang=ckpt.src_lang,
+                                        data=str(data))) from None
     path = Path(path)
     try:
         lines = read_lines(path)
