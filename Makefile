@@ -9,6 +9,8 @@ TORCH_SPEC ?= torch==2.13.0
 PORT ?= 8501
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# axe-core, the accessibility checker the browser tests run on every page (npm; without it they skip)
+AXE := .cache/axe/node_modules/axe-core/axe.min.js
 
 .PHONY: app serve test test-fast e2e setup clean-venv catalogs
 
@@ -21,6 +23,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e ".[dev,hf,captum]"
 	touch $(STAMP)
 
+$(AXE):
+	npm install --prefix .cache/axe --no-audit --no-fund --silent axe-core@4.14.1 \
+	    || echo "warning: axe-core could not be installed (npm); the accessibility checks will skip"
+
 app: $(STAMP)
 	$(PY) -m streamlit run app/main.py --server.port $(PORT) --browser.gatherUsageStats false
 
@@ -31,7 +37,7 @@ BIND ?= 127.0.0.1:$(PORT)
 serve: $(STAMP)
 	$(PY) -m serving.launcher --bind $(BIND)
 
-test: $(STAMP)
+test: $(STAMP) $(AXE)
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)

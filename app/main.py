@@ -21,6 +21,7 @@ import streamlit as st  # noqa: E402
 from app import classroom, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
 from app.settings import chosen_language, sidebar  # noqa: E402
+from app.ui import page_style  # noqa: E402
 from i18n import _, use  # noqa: E402
 
 
@@ -39,6 +40,7 @@ def no_checkpoint_page() -> None:
 def run() -> None:
     checkpoints = resources.available_checkpoints()
     use(chosen_language())
+    page_style()
     if not checkpoints:
         no_checkpoint_page()
         add_model_ui()

@@ -3,12 +3,13 @@ sentence (the decoding cached, the page's figures not) and a second run of it (w
 pays on coming back, or a class on one link after the first student). The sentence is typed on
 the explorer, so its first run includes decoding it.
 
-  .venv/bin/python -m benchmarks.page_times [--root DIR] [--rounds 5] [--checkpoints DIR]
+  .venv/bin/python -m benchmarks.page_times [--root DIR] [--rounds 5] [--checkpoints DIR] [--lang de]
 
 --root: the checkout whose app is timed (default: this one), so that two builds can be timed
 by the same driver, one process each, in the order A B A B. The shipped checkpoints by default.
 Reported per page: the median over rounds of the first and the second run, in ms. Each round
-uses a new sentence (nothing cached from the round before but the model).
+uses a new sentence (nothing cached from the round before but the model). --lang: the interface
+language, as a link's `lang=` sets it (a checkout from before i18n/ ignores it).
 """
 from __future__ import annotations
 
@@ -38,9 +39,11 @@ def open_page(at, slug: str) -> float:
     return seconds
 
 
-def measure(root: Path, rounds: int) -> dict[str, dict[str, float]]:
+def measure(root: Path, rounds: int, lang: str | None = None) -> dict[str, dict[str, float]]:
     from streamlit.testing.v1 import AppTest
     at = AppTest.from_file(str(root / "app" / "main.py"), default_timeout=300)
+    if lang:
+        at.query_params["lang"] = lang
     at.run()
     times: dict[str, dict[str, list[float]]] = {p: {"first": [], "again": []} for p in PAGES}
     for r in range(rounds):
@@ -61,15 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", default=str(HERE), help="the checkout to time (default: this one)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--checkpoints", help="checkpoints directory (default: the checkout's checkpoints/)")
+    p.add_argument("--lang", help="the interface language (default: the app's, English)")
     a = p.parse_args(argv)
     root = Path(a.root).resolve()
     checkpoints = Path(a.checkpoints).resolve() if a.checkpoints else root / "checkpoints"
     os.environ["TRANSFORMER_CHECKPOINTS"] = str(checkpoints)
     os.chdir(root)
     sys.path.insert(0, str(root))
-    for name in [m for m in sys.modules if m == "app" or m.startswith(("app.", "model", "figures", "serving"))]:
+    for name in [m for m in sys.modules if m == "app" or m.startswith(("app.", "model", "figures", "serving", "i18n"))]:
         del sys.modules[name]
-    print(json.dumps({"root": str(root), "ms": measure(root, a.rounds)}))
+    print(json.dumps({"root": str(root), "lang": a.lang, "ms": measure(root, a.rounds, a.lang)}))
     return 0
 
 

@@ -7,6 +7,7 @@ import base64
 import contextlib
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -214,3 +215,20 @@ def array(value) -> np.ndarray:
 
 def link_of(at: AppTest) -> dict[str, str]:
     return {k: (v[0] if isinstance(v, list) else v) for k, v in ((k, at.query_params[k]) for k in at.query_params)}
+
+
+# Words that make a sentence English and that German does not use (not "in", "an", "was", "will", "so").
+ENGLISH = frozenset("the of and is are to with this which that from each every its what where how when not for or "
+                    "by be has have it you your been does than only into their there these those".split())
+
+
+def english_sentences(texts: list[str]) -> list[str]:
+    """The texts that read as English: two or more of ENGLISH's words, once code (`...`), quoted data
+    („...“, “...”) and markup are taken out. Tokens and sentences of the model are data, not interface."""
+    found = []
+    for text in texts:
+        plain = re.sub(r"`[^`]*`|„[^“]*“|“[^”]*”|<[^>]+>|%\{[^}]*\}|\$[^$]*\$", " ", text)
+        words = re.findall(r"[A-Za-z']+", plain.lower())
+        if len([w for w in words if w in ENGLISH]) >= 2:
+            found.append(text)
+    return found

@@ -16,6 +16,7 @@ from tests.support import (
     ROOT,
     app_server,
     choose,
+    english_sentences,
     no_errors,
     open_page,
     settle,
@@ -292,4 +293,95 @@ def test_a_click_on_the_knockout_grid_shows_that_knockouts_translation(server, b
     box = page.locator(".st-key-ko_grid .js-plotly-plot").bounding_box()
     page.mouse.click(box["x"] + x, box["y"] + y)
     page.get_by_text("Without ", exact=False).first.wait_for(timeout=30_000)
+    no_errors(page)
+
+
+AXE = ROOT / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"     # `make test` installs it (npm)
+# The page's own words, without what is data: code, inputs, figures (their titles are read apart), the
+# translation, and containers keyed "data-..." (a corpus's sentences).
+PAGE_WORDS = """() => {
+  const skip = 'code, pre, input, textarea, .js-plotly-plot, .st-key-translation, [class*="st-key-data-"]';
+  const copy = document.querySelector('[data-testid="stApp"]').cloneNode(true);
+  copy.querySelectorAll(skip).forEach(e => e.remove());
+  copy.style.position = 'absolute'; copy.style.left = '-100000px';
+  document.body.appendChild(copy);
+  const lines = copy.innerText.split('\\n');
+  copy.remove();
+  const figures = [...document.querySelectorAll('.js-plotly-plot :is(.gtitle, .xtitle, .ytitle, .legendtext)')];
+  return lines.concat(figures.map(e => e.textContent));
+}"""
+AXE_RUN = """async () => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
+  return r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                                 where: v.nodes.slice(0, 2).map(n => n.failureSummary)}));
+}"""
+
+
+def test_every_page_in_german_reads_german_and_passes_axe(server, browser):
+    """A browser that speaks German gets the app in German (no link needed); every page, reached from
+    the menu, has no English sentence left in its words or its figures, and axe-core finds no serious
+    or critical WCAG 2.1 A/AA violation on it (with axe-core installed: `make test` installs it)."""
+    from app.pages import PAGES
+    from i18n import _, using
+    context = browser.new_context(viewport={"width": 1400, "height": 1100}, locale="de-DE")
+    page = context.new_page()
+    page.goto(server[0])
+    page.wait_for_selector(".st-key-page-overview", timeout=90_000)
+    settle(page)
+    assert "lang=de" in page.url and "Der Transformer, erklärt" in page.inner_text("h1")
+    english, violations, counts = {}, {}, {}
+    for p in PAGES:
+        with using("de"):
+            title = _(p.title)
+        page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click()
+        page.wait_for_selector(f".st-key-page-{p.slug}", timeout=90_000)
+        settle(page)
+        no_errors(page)
+        if found := english_sentences(page.evaluate(PAGE_WORDS)):
+            english[p.slug] = found
+        if AXE.is_file():
+            page.add_script_tag(path=str(AXE))
+            found = page.evaluate(AXE_RUN)
+            counts[p.slug] = len(found)
+            if bad := [v for v in found if v["impact"] in ("serious", "critical")]:
+                violations[p.slug] = bad
+    page.screenshot(path=str(ARTIFACTS / "german-card.png"), full_page=True)
+    context.close()
+    assert not english, english
+    assert not violations, violations
+    print("axe-core violations (any impact) per page:", counts)
+
+
+def _tab_to(page, test: str, presses: int = 120) -> None:
+    """Press Tab until the focused element passes `test` (JS, on `e`)."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"() => {{ const e = document.activeElement; return !!e && ({test}); }}"):
+            return
+    raise AssertionError(f"Tab never reached an element with {test}")
+
+
+def test_the_step_page_by_keyboard_alone(server, browser):
+    """No mouse: Tab to the sentence box and type a sentence, to the preset list and choose one with
+    the arrow keys, to Next and press it."""
+    page = open_page(browser, f"{server[0]}/step", ".st-key-next button")
+    page.keyboard.press("Escape")
+    _tab_to(page, "e.tagName === 'INPUT' && (e.getAttribute('aria-label') || '').startsWith('Sentence to translate')")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("A dog runs in the park.")
+    page.keyboard.press("Enter")
+    settle(page)
+    page.wait_for_function("() => document.body.innerText.includes('Step 0 of')")
+    assert "A+dog+runs+in+the+park." in page.url
+    page.locator("h1").first.click()                             # start again from the top of the page
+    _tab_to(page, "e.getAttribute('role') === 'combobox' && e.closest('.st-key-preset') !== null")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    settle(page)
+    assert page.get_by_label("Sentence to translate", exact=False).input_value() != "A dog runs in the park."
+    _tab_to(page, "e.tagName === 'BUTTON' && e.closest('.st-key-next') !== null")
+    page.keyboard.press("Enter")
+    settle(page)
+    page.wait_for_function("() => document.body.innerText.includes('Step 1 of')")
     no_errors(page)

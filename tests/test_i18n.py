@@ -4,7 +4,6 @@ has no English sentence left in its texts, labels, help and figures."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 
 import pytest
@@ -12,25 +11,10 @@ from streamlit.testing.v1 import AppTest
 
 import i18n
 from i18n import N_, Later, _, ngettext
-from tests.support import APP, goto, link_of, page_of
+from tests.support import APP, english_sentences, goto, link_of, page_of
 
-# Words that make a sentence English and that German does not use (not "in", "an", "was", "will", "so").
-ENGLISH = frozenset("the of and is are to with this which that from each every its what where how when not for or "
-                    "by be has have it you your been does than only into their there these those".split())
 PAGES = ("overview", "explore", "lesson", "step", "positional", "masks", "head", "knockout", "attribution", "heads",
          "lab", "card")
-
-
-def english_sentences(texts: list[str]) -> list[str]:
-    """The texts that read as English: two or more of ENGLISH's words, once code (`...`), quoted data
-    („...“, “...”) and markup are taken out. Tokens and sentences of the model are data, not interface."""
-    found = []
-    for text in texts:
-        plain = re.sub(r"`[^`]*`|„[^“]*“|“[^”]*”|<[^>]+>|%\{[^}]*\}|\$[^$]*\$", " ", text)
-        words = re.findall(r"[A-Za-z']+", plain.lower())
-        if len([w for w in words if w in ENGLISH]) >= 2:
-            found.append(text)
-    return found
 
 
 def test_every_text_shown_has_its_translation_and_every_catalog_is_compiled():

@@ -229,7 +229,7 @@ def _short(text: str, n: int = 48) -> str:
 def _sentences(ctx: Context, stats: HeadStatistics, k: KindStatistics, name: str, layer: int, head: int) -> None:
     st.markdown(_("**Where it is most and least typical** (the sentences whose own numbers for this head lie "
                   "nearest to, and farthest from, its numbers over the whole set)"))
-    cols = st.columns(2)
+    cols = st.container(key="data-typical").columns(2)      # the corpus's sentences: data, not interface
     for col, title, picked, tag in ((cols[0], _("Most typical"), k.typical, "t"),
                                     (cols[1], _("Least typical"), k.atypical, "a")):
         col.markdown(f"*{title}*")

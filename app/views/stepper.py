@@ -41,7 +41,7 @@ def controls(cursor: StepCursor, n_steps: int) -> int:
     """Reset / previous / next / play and a slider over steps 0..n_steps-1. The buttons act
     on the cursor in callbacks, before the page is drawn, so their disabled states are current."""
     step = cursor.step
-    c = st.columns([1.1, 1.3, 1.3, 1.1, 5])
+    c = st.columns([1.2, 1.3, 1.3, 1.2, 4.6])
     c[0].button(_("Reset"), key="reset", icon=":material/first_page:", on_click=cursor.reset)
     c[1].button(_("Prev"), key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left",
                 help=_("keyboard: ←"), on_click=cursor.move, args=(-1, n_steps))
