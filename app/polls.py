@@ -15,7 +15,7 @@ import streamlit as st
 
 import figures
 from app.classroom import Membership, follower_tick, membership, store
-from app.ui import fragment
+from app.ui import described, fragment
 from i18n import N_, _, ngettext
 from serving import classroom
 from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown
@@ -174,6 +174,7 @@ def _results(m: Membership, poll: Poll) -> None:
     fig = figures.poll_results(poll.question["options"], answers, model,
                                title=_("the class and the model") if model else _("the class"))
     st.plotly_chart(fig, key=f"poll-results-{poll.id}", width="stretch", config={"displaylogo": False})
+    described(st, fig, None)
     if m.teacher and st.button(_("Close the poll"), key="class-close-poll"):
         if _teacher_acts(m, lambda: store().close_poll(m.code, m.secret)):
             st.rerun()

@@ -104,6 +104,7 @@ TOP_K = setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
 TOP_P = setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
 SEED = setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
 PROJECTOR = setting("projector", "projector", False, flag)
+TABLES = setting("tables", None, False, flag)     # every chart's numbers as a table too (a reader's own choice)
 IMAGE_FORMAT = setting("image_format", "format", "png", choices=("png", "svg"))
 LANGUAGE = setting("language", "lang", i18n.SOURCE, choices=i18n.available())   # the interface's
 LAYER = setting("layer", "layer", 0, index)      # the explorer's, masks' and one head's layer / head
@@ -203,6 +204,7 @@ class Settings:
     opts: DecodeOptions
     projector: bool = False
     image_format: str = "png"
+    tables: bool = False          # every chart's numbers as a table below it
 
     @property
     def display(self) -> Display:
@@ -298,6 +300,9 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
     opts = decoding_ui(alpha)
     st.sidebar.subheader(_("Display"))
     projector = toggle(st.sidebar, PROJECTOR, _("Projector mode (large fonts, high contrast)"))
+    tables = toggle(st.sidebar, TABLES, _("Each chart's numbers as a table too"),
+                    help=_("for screen readers and for reading exact values; a screen reader also hears each "
+                           "chart described in one sentence"))
     image_format = radio(st.sidebar, IMAGE_FORMAT, _("Figure download format"), horizontal=True,
                          help=_("the camera icon above each figure downloads it in this format"))
-    return Settings(chosen, opts, projector, image_format)
+    return Settings(chosen, opts, projector, image_format, tables)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import functools
+import html
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from app.settings import Settings, chosen_language
+from figures import describe
 from i18n import _, use
 from model.readings import matrix_csv
 from model.trace import Trace
@@ -28,7 +31,8 @@ def page_style() -> None:
 
 
 def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: Settings) -> None:
-    """Show a figure; its camera icon downloads it as PNG or SVG (the sidebar's choice)."""
+    """Show a figure; its camera icon downloads it as PNG or SVG (the sidebar's choice). Described
+    in words too (`described`)."""
     where.plotly_chart(
         fig,
         width="stretch",
@@ -38,6 +42,21 @@ def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: Settings) -
             "toImageButtonOptions": {"format": settings.image_format, "filename": key, "scale": 2},
         },
     )
+    described(where, fig, settings)
+
+
+# Seen by no one, read out by screen readers (the usual visually-hidden pattern).
+HIDDEN = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);"
+          "white-space:nowrap;border:0")
+
+
+def described(where: DeltaGenerator, fig: go.Figure, settings: Settings | None) -> None:
+    """A chart's text alternative: one sentence for screen readers (figures/describe.py), and its
+    numbers as a table when the sidebar asks for them."""
+    where.markdown(f'<p style="{HIDDEN}">{html.escape(describe.summary(fig))}</p>', unsafe_allow_html=True)
+    if settings is not None and settings.tables and (numbers := describe.table(fig)) is not None:
+        columns, rows = numbers
+        where.dataframe(pd.DataFrame(rows, columns=[c or " " for c in columns]), hide_index=True)
 
 
 def csv_button(where: DeltaGenerator, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:

@@ -194,7 +194,8 @@ def score_pipeline(
         horizontal_spacing=0.06,
     )
     x = list(range(len(keys)))
-    for col, (vals, color) in enumerate(((raw, "#7f7f7f"), (scaled, "#1f77b4"), (weights, "#d62728")), start=1):
+    stages = ((raw, "#7f7f7f"), (scaled, STATUS_COLORS["kept"]), (weights, STATUS_COLORS["chosen"]))
+    for col, (vals, color) in enumerate(stages, start=1):
         vals = np.asarray(vals, dtype=float)
         shown = np.where(np.isfinite(vals), vals, np.nan)
         fig.add_trace(

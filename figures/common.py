@@ -23,7 +23,9 @@ COLORSCALE = "Blues"
 CONTRAST_COLORSCALE = "Viridis"
 DIVERGING = "RdBu"
 MARGIN = dict(l=10, r=10, t=50, b=10)  # every figure: room for its title, tight elsewhere
-STATUS_COLORS = {"kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#b0b0b0", "live": "#1f77b4", "chosen": "#d62728"}
+# Okabe & Ito's palette: told apart with any of the common colour-vision deficiencies (and, where they
+# mark something, never by colour alone: a symbol, a pattern or a word goes with them).
+STATUS_COLORS = {"kept": "#0072B2", "finished": "#009E73", "pruned": "#999999", "live": "#0072B2", "chosen": "#D55E00"}
 SEQUENTIAL = "sequential"   # marks what the display's sequential colour scale colours
 FOLLOWS_FONT = "follows-font"   # an annotation's name: its size moves with the display's font size
 BASE_FONT = 12

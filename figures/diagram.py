@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.common import FOLLOWS_FONT
+from figures.common import FOLLOWS_FONT, STATUS_COLORS
 from i18n import N_, _
 from model import names
 from model.config import ModelConfig
@@ -119,7 +119,8 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
         chosen = b.id == selected
         shapes.append(dict(type="rect", x0=X[b.side] - WIDTH / 2, x1=X[b.side] + WIDTH / 2, y0=b.y - HEIGHT / 2,
                            y1=b.y + HEIGHT / 2, fillcolor=COLOURS[b.colour], layer="below",
-                           line=dict(color="#d62728" if chosen else "#555", width=3 if chosen else 1)))
+                           line=dict(color=STATUS_COLORS["chosen"] if chosen else "#555",
+                                     width=3 if chosen else 1)))
         text = html.escape(b.label)
         notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text.replace(" (", "<br>(", 1) if large else text,
                           showarrow=False, xanchor="left", align="left", font=dict(size=11, color="#222"),

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.common import DIVERGING, MARGIN, SEQUENTIAL, axis, cell_targets, labels
+from figures.common import DIVERGING, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, cell_targets, labels
 from i18n import N_, _
 
 PROFILE = (("left", N_("farther left")), ("previous", N_("previous")), ("same", N_("same / diagonal")),
@@ -40,7 +40,8 @@ def head_grid(values: np.ndarray, roles: Sequence[Sequence[str]], title: str, va
                      cell_targets(n_layers, n_heads, hover, "%{customdata}<extra></extra>")])
     if selected is not None:
         i, h = selected
-        fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color="#d62728", width=3))
+        fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=i - 0.5, y1=i + 0.5,
+                      line=dict(color=STATUS_COLORS["chosen"], width=3))
     fig.update_layout(title=title, height=150 + 58 * n_layers, margin=MARGIN, xaxis=axis(heads),
                       yaxis=axis(layers, reverse=True), clickmode="event+select")
     return fig

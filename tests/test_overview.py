@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from figures import diagram
+from figures.common import STATUS_COLORS
 from model.config import preset
 from model.trace import Recording, Trace
 from tests.support import APP, array, goto, link_of, page_of, random_batch, tiny_model
@@ -55,7 +56,7 @@ def test_the_diagram_draws_every_block_and_outlines_the_chosen_one():
     assert len(heatmaps) == len(values)
     markers = [t for t in spec["data"] if t["type"] == "scatter"][0]
     assert tuple(markers["customdata"]) == diagram.BLOCK_IDS
-    red = [s for s in spec["layout"]["shapes"] if s.get("line", {}).get("color") == "#d62728"]
+    red = [s for s in spec["layout"]["shapes"] if s.get("line", {}).get("color") == STATUS_COLORS["chosen"]]
     assert len(red) == 1 and red[0]["y0"] < 8.0 < red[0]["y1"]          # the decoder FFN sits at y = 8
     assert {"text": "2×"}.items() <= next(a for a in spec["layout"]["annotations"] if a["text"] == "2×").items()
 
@@ -95,7 +96,7 @@ def test_the_output_panel_cuts_and_the_logit_lens_ends_at_the_real_prediction(at
     at.selectbox(key="ov_block").set_value("output.softmax").run()
     at.slider(key="ov_top_k").set_value(3).run()
     bars = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"][0]
-    assert bars["marker"]["color"].count("#b0b0b0") == 17               # 20 shown, 3 kept by top-k
+    assert bars["marker"]["color"].count(STATUS_COLORS["pruned"]) == 17               # 20 shown, 3 kept by top-k
     lens = at.dataframe[-1].value
     assert list(lens["layer"]) == [0, 1]
     assert lens.iloc[-1, 2] >= 1

@@ -33,7 +33,7 @@ def render(ctx: Context) -> None:
     c1, c2, c3 = st.columns(3)
     layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
     picked = selectbox(c3, QUERY, _("Highlight the row of token"), [None, *range(len(rows))],
-                       format_func=lambda i: _("(none)") if i is None else f"{i}: {rows[i]}")
+                       format_func=lambda i: _("(none)") if i is None else f"{i}: {rows[i]}", placeholder=_("(none)"))
     if picked is not None:
         polls.offer_head_target_poll(ex.text, kind.label, layer, head, rows[picked], cols,
                                      attn[layer, head, picked].tolist())

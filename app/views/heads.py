@@ -11,7 +11,7 @@ import streamlit as st
 from app import resources, state
 from app.context import Context
 from app.settings import HEAD, LAYER, TEXT, layer_head, radio, selectbox, setting
-from app.ui import chart
+from app.ui import chart, described
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
 from i18n import N_, _, language
@@ -147,6 +147,7 @@ def _grid(ctx: Context, stats: HeadStatistics, name: str, stat: str, selected: t
                                                  _(s.label), signed=s.signed, selected=selected))
     st.plotly_chart(fig, key="heads_grid", on_select=_clicked, selection_mode="points", width="stretch",
                     config={"displaylogo": False})
+    described(st, fig, ctx.settings)
     st.caption(_("{statistic}: {meaning}. Each cell names the head's role (rules below).").format(
         statistic=_(s.label), meaning=_(s.help)))
 

@@ -8,7 +8,7 @@ import figures
 from app import resources, state
 from app.context import Context
 from app.settings import multiselect, setting
-from app.ui import chart
+from app.ui import chart, described
 from i18n import N_, _, ngettext
 from model.checkpoint import Checkpoint
 from model.pipeline import head_names, token_probabilities
@@ -51,6 +51,7 @@ def effects_grid(ctx: Context) -> None:
         "(drop in log-probability) with one head, or one whole layer, switched off")))
     st.plotly_chart(fig, key="ko_grid", on_select="rerun", selection_mode="points", width="stretch",
                     config={"displaylogo": False})
+    described(st, fig, ctx.settings)
     cell = _clicked_cell(state.widget("ko_grid"), len(modules), n_heads)
     if cell is not None:
         state.put(KO_CELL.name, cell)

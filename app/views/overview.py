@@ -15,7 +15,7 @@ import figures
 from app import classroom, links, state
 from app.context import Context
 from app.settings import LAYER, index, selectbox, setting, slider
-from app.ui import chart, fragment
+from app.ui import chart, described, fragment
 from app.views.explore import KIND
 from figures import diagram
 from i18n import _
@@ -87,6 +87,7 @@ def _block_picker(ctx: Context, trace: Trace, token: int, pos: int, layer: int, 
         ctx.checkpoint.config, values, texts, selected=block, large=ctx.settings.display.large))
     st.plotly_chart(fig, key="overview_figure", on_select="rerun", selection_mode="points", width="stretch",
                     config={"displaylogo": False, "displayModeBar": False})
+    described(st, fig, ctx.settings)
     return block
 
 
