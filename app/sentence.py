@@ -11,7 +11,7 @@ import streamlit as st
 
 from app import polls, resources, state
 from app.settings import TEXT, Settings
-from i18n import N_, _, ngettext
+from i18n import N_, _, ngettext, num
 from model.attribution import attribution_json
 from model.checkpoint import Checkpoint
 from model.pipeline import Explanation, InputError, explanation_json
@@ -132,7 +132,7 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
     reasons = conf.reasons(ex.output_pieces(ckpt))
     box = st.container(key="confidence")
     why = " " + _("Why: {reasons}.").format(reasons="; ".join(reasons)) if reasons else ""
-    mean, wrong = f"{conf.mean_prob:.2f}", f"{conf.p_wrong or 0:.0%}"
+    mean, wrong = num(conf.mean_prob, ".2f"), num(conf.p_wrong or 0, ".0%")
     if conf.p_wrong is None:
         box.caption(_("Mean token probability {mean}. This model has no calibrated confidence "
                       "(`python -m model.calibrate` fits one).").format(mean=mean) + why)

@@ -23,7 +23,7 @@ import streamlit as st
 import i18n
 from app import state
 from figures import Display
-from i18n import N_, _
+from i18n import N_, _, num
 from model.checkpoint import Checkpoint, CheckpointError
 from model.decoding import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
 
@@ -270,7 +270,7 @@ def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
         kw["beam_size"] = slider(sb, BEAM, _("Beam size"))
         kw["alpha"] = slider(sb, ALPHA, _("Length penalty α (GNMT)"), default=alpha,
                              help=_("{formula}; this model's own: {alpha}").format(formula=_help("alpha"),
-                                                                                   alpha=f"{alpha:g}"))
+                                                                                   alpha=num(alpha, "g")))
     kw["no_repeat_ngram"] = number_input(sb, NO_REPEAT, _("Block repeated n-grams (n, 0 = off)"),
                                          help=_help("no_repeat"))
     if method == "sample":

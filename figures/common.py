@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from i18n import _
+from i18n import _, marks
 
 COLORSCALE = "Blues"
 CONTRAST_COLORSCALE = "Viridis"
@@ -47,10 +47,12 @@ class Display:
         return self.font_size > 14
 
     def apply(self, fig: go.Figure) -> go.Figure:
-        """Set the font size (annotations named FOLLOWS_FONT, drawn at sizes near the base, move by
-        as much; others keep theirs) and the sequential colour scale of the marked traces. Changes
-        `fig` (a fresh one: call it before caching)."""
+        """Set the numbers' decimal and thousands marks (the interface's language), the font size
+        (annotations named FOLLOWS_FONT, drawn at sizes near the base, move by as much; others keep
+        theirs) and the sequential colour scale of the marked traces. Changes `fig` (a fresh one:
+        call it before caching)."""
         fig.layout.font.size = self.font_size
+        fig.layout.separators = marks()
         delta = self.font_size - BASE_FONT
         if delta:
             for note in fig.layout.annotations:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from figures.common import MARGIN, STATUS_COLORS, axis, label, labels
-from i18n import N_, _
+from i18n import N_, _, num
 
 STATUS_NAMES = {"live": N_("live"), "kept": N_("kept"), "finished": N_("finished"), "pruned": N_("pruned")}
 
@@ -112,8 +112,8 @@ def token_confidence(tokens: Sequence[str], probs: Sequence[float], low: float, 
         text=[f"{p:.2f} {unsure_word}" if u else f"{p:.2f}" for p, u in zip(probs, unsure)], textposition="outside",
         customdata=labels(tokens), hovertemplate="%{customdata}: P = %{y:.3f}<extra></extra>"))
     fig.add_hline(y=low, line_dash="dot")
-    fig.update_layout(title=_("{title} (dotted: unsure below {low})").format(title=title, low=f"{low:g}") if title
-                      else _("unsure below {low}").format(low=f"{low:g}"),
+    fig.update_layout(title=_("{title} (dotted: unsure below {low})").format(title=title, low=num(low, "g")) if title
+                      else _("unsure below {low}").format(low=num(low, "g")),
                       height=300, margin=MARGIN, yaxis=dict(range=[0, 1.18], title=_("probability")),
                       xaxis=axis(tokens))
     return fig

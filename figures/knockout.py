@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import MARGIN, axis, cell_targets, labels
-from i18n import _
+from i18n import _, num
 
 
 def probability_change(tokens: Sequence[str], before: Sequence[float], after: Sequence[float]) -> go.Figure:
@@ -31,7 +31,7 @@ def knockout_grid(effects: np.ndarray, modules: Sequence[str], title: str = "") 
     n_heads = effects.shape[1] - 1
     cols = [_("head {j}").format(j=h) for h in range(n_heads)] + [_("whole layer")]
     limit = float(np.abs(effects).max()) or 1.0
-    hover = [[f"{m}, {c}<br>" + _("log-probability drop {drop}").format(drop=f"{v:.3f}") for c, v in zip(cols, row)]
+    hover = [[f"{m}, {c}<br>" + _("log-probability drop {drop}").format(drop=num(v, ".3f")) for c, v in zip(cols, row)]
              for m, row in zip(modules, effects)]
     fig = go.Figure([go.Heatmap(
         z=effects, x=list(range(n_heads + 1)), y=list(range(len(modules))), colorscale="RdBu", reversescale=True,

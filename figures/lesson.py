@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import torch
 
 import figures
-from i18n import N_, _
+from i18n import N_, _, num
 from model import names
 from model.attribution import attribute
 from model.attribution.attention import method_key
@@ -144,7 +144,7 @@ def _confidence(d: LessonData) -> go.Figure:
     tokens = d.ex.output_pieces(d.ckpt)
     conf = d.ex.confidence(d.ckpt)
     unseen = "; " + _("never read in training: {words}").format(words=", ".join(conf.unseen)) if conf.unseen else ""
-    verdict = _("not calibrated") if conf.p_wrong is None else _("P(wrong) ≈ {p}").format(p=f"{conf.p_wrong:.0%}")
+    verdict = _("not calibrated") if conf.p_wrong is None else _("P(wrong) ≈ {p}").format(p=num(conf.p_wrong, ".0%"))
     return figures.token_confidence(tokens, d.ex.output_probs, LOW_TOKEN_PROB,
                                     title=_("each output token's probability ({verdict})").format(
                                         verdict=verdict + unseen))

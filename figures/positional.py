@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from figures.attention import attention_heatmap
 from figures.common import DIVERGING, MARGIN, axis, labels
-from i18n import _
+from i18n import _, num
 
 
 def pe_heatmap(pe: np.ndarray, tokens: Sequence[str]) -> go.Figure:
@@ -49,7 +49,7 @@ def pe_curves(table: np.ndarray, dims: Sequence[int]) -> go.Figure:
                 y=table[:, i],
                 mode="lines",
                 name=_("dim {i} ({kind}, wavelength {w})").format(
-                    i=i, kind=kind, w=f"{2 * np.pi * 10000 ** ((i - i % 2) / table.shape[1]):.0f}"),
+                    i=i, kind=kind, w=num(2 * np.pi * 10000 ** ((i - i % 2) / table.shape[1]), ".0f")),
             )
         )
     fig.update_layout(

@@ -41,6 +41,14 @@ def N_(message: str) -> str:
     return message
 
 
+# TRANSLATORS: not a sentence: the decimal mark of numbers in this language ("," in German).
+DECIMAL_MARK = N_("DECIMAL_MARK")
+# TRANSLATORS: not a sentence: what groups thousands ("." in German: 1.000).
+THOUSANDS_MARK = N_("THOUSANDS_MARK")
+# TRANSLATORS: not a sentence: a percentage, {n} the number ("{n} %" in German, with a narrow no-break space).
+PERCENT = N_("PERCENT_{n}")
+
+
 # TRANSLATORS: not a sentence: this language's own name, as its speakers write it (Deutsch, Français).
 OWN_NAME = N_("LANGUAGE_NAME")
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("interface_language", default=SOURCE)
@@ -96,6 +104,24 @@ def from_locale(locale: str | None) -> str | None:
 def _(message: str) -> str:
     """`message` in the current language (as written when its catalog lacks it)."""
     return catalog(_current.get()).gettext(message)
+
+
+def marks() -> str:
+    """The current language's decimal mark, then its thousands mark (plotly's `separators`): ".," or ",."."""
+    translations = catalog(_current.get())
+    decimal, thousands = translations.gettext(DECIMAL_MARK), translations.gettext(THOUSANDS_MARK)
+    return ("." if decimal == DECIMAL_MARK else decimal) + ("," if thousands == THOUSANDS_MARK else thousands)
+
+
+def num(value: float, spec: str = "") -> str:
+    """A number written as the current language writes it: num(0.912, ".2f") is "0.91" in English and
+    "0,91" in German; num(0.08, ".0%") "8%" and "8 %"; num(1000, ",") "1,000" and "1.000"."""
+    decimal, thousands = marks()
+    text = format(value, spec).translate(str.maketrans({".": decimal, ",": thousands}))
+    percent = catalog(_current.get()).gettext(PERCENT)
+    if text.endswith("%") and percent != PERCENT:
+        text = percent.format(n=text[:-1])
+    return text
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:

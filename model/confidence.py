@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i18n import _
+from i18n import _, num
 
 FAMILIAR_WORDS = "familiar_words.txt"   # in a checkpoint: one word per line, from its training sources
 WRONG_CHRF = 40.0                       # sentence chrF (all references) under which a translation counts as wrong
@@ -122,9 +122,9 @@ class Confidence:
             word, piece = word_at(pieces, pos), pieces[pos].replace("▁", "")
             where = (_("unsure at '{word}' (p = {p})") if word == piece else
                      _("unsure at '{word}' (p = {p} for its piece '{piece}')"))
-            out.append(where.format(word=word, p=f"{p:.2f}", piece=piece))
+            out.append(where.format(word=word, p=num(p, ".2f"), piece=piece))
         if self.mean_prob < 0.5:
-            out.append(_("hesitant throughout (mean token probability {p})").format(p=f"{self.mean_prob:.2f}"))
+            out.append(_("hesitant throughout (mean token probability {p})").format(p=num(self.mean_prob, ".2f")))
         return out
 
 

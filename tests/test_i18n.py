@@ -47,6 +47,14 @@ def test_plurals_placeholders_and_texts_put_into_words_later():
     assert i18n.own_name("de") == "Deutsch" and i18n.own_name("en") == "English"
 
 
+def test_numbers_are_written_as_the_language_writes_them():
+    from i18n import marks, num
+    assert [num(0.912, ".2f"), num(0.08, ".0%"), num(12345.6, ",.1f"), marks()] == ["0.91", "8%", "12,345.6", ".,"]
+    with i18n.using("de"):
+        assert [num(0.912, ".2f"), num(0.08, ".0%"), num(12345.6, ",.1f"), marks()] == \
+            ["0,91", "8\u202f%", "12.345,6", ",."]
+
+
 def test_the_browser_language_is_read_from_its_tag():
     assert [i18n.from_locale(t) for t in ("de-DE", "de", "DE-at", "en_US", "fr-FR", "", None)] == \
         ["de", "de", "de", "en", None, None, None]

@@ -14,7 +14,7 @@ from app.context import Context
 from app.settings import flag, layer_head, multiselect, selectbox, setting, toggle
 from app.ui import chart, csv_button
 from figures.attribution import PREFIX_MARK
-from i18n import N_, _
+from i18n import N_, _, num
 from model.attribution import Attribution, Method, methods, raw_attention, value_norm
 from model.attribution.attention import method_key
 from model.attribution.faithfulness import KS, RANDOM
@@ -59,7 +59,7 @@ def _attribution(ctx: Context) -> Attribution:
     if with_ig and generated > LONG and not ctx.attribution_ready(True):
         seconds = IG_SECONDS_PER_CELL * generated * (source + generated)
         with_ig = st.button(_("Compute integrated gradients for this long sentence (about {s} s)").format(
-                                s=f"{seconds:.0f}"),
+                                s=num(seconds, ".0f")),
                             key="attr_ig_go", icon=":material/play_arrow:")
     bar = st.empty()
 
@@ -105,7 +105,7 @@ def _caveat(att: Attribution, key: str, method: Method) -> str:
                        "likely)."))
     if key == "integrated_gradients" and att.ig is not None:
         parts.append(_("Completeness: each row sums to the change of log p from the baseline within {error} (at most "
-                       "{n} points per token).").format(error=f"{att.ig.completeness_error.max():.1%}",
+                       "{n} points per token).").format(error=num(att.ig.completeness_error.max(), ".1%"),
                                                         n=int(att.ig.steps.max())))
     return " ".join(parts)
 
@@ -144,7 +144,7 @@ def _heads(ctx: Context, att: Attribution) -> None:
     st.caption(_("Near 1: the head's heatmap ranks the source tokens as the attribution does; near 0 or below: its "
                  "picture tells little about what the token used.") + (
                    " " + _("Closest here: layer {layer}, head {head} ({r}).").format(
-                       layer=best[0], head=best[1], r=f"{agreement[best]:.2f}") if best else ""))
+                       layer=best[0], head=best[1], r=num(agreement[best], ".2f")) if best else ""))
 
 
 def _one_head(ctx: Context, att: Attribution) -> None:
@@ -201,15 +201,15 @@ def headline(measured: dict, labels: dict[str, str], last_layer: str) -> str:
              RANDOM: _("a random token")}
     shown = [m for m in short if m in drop]
     best = {k: max((m for m in drop if m != RANDOM), key=lambda m: drop[m][k]) for k in ("1", "3")}
-    one = "; ".join(_("{drop} for {method}").format(drop=f"{drop[m]['1']:.2f}", method=short[m]) for m in shown)
+    one = "; ".join(_("{drop} for {method}").format(drop=num(drop[m]['1'], ".2f"), method=short[m]) for m in shown)
     return _("**Measured on this model** ({sentences} sentences of {split}): hiding the one source token a method "
              "ranks "
              "first lowers the next token's log-probability by {one}. Most faithful for one token: {best1} ({drop1}); "
              "for three: {best3} ({drop3}). The bigger the drop, the more the method found what the prediction "
              "depended on; differences under about 0.1 are noise.").format(
         sentences=measured["sentences"], split=measured["split"], one=one, best1=labels.get(best["1"], best["1"]),
-        drop1=f"{drop[best['1']]['1']:.2f}", best3=labels.get(best["3"], best["3"]),
-        drop3=f"{drop[best['3']]['3']:.2f}")
+        drop1=num(drop[best['1']]['1'], ".2f"), best3=labels.get(best["3"], best["3"]),
+        drop3=num(drop[best['3']]['3'], ".2f"))
 
 
 def _downloads(ctx: Context, att: Attribution) -> None:

@@ -14,7 +14,7 @@ from app import resources
 from app.context import Context
 from app.settings import layer_head, setting
 from app.ui import chart
-from i18n import _, language
+from i18n import _, language, num
 from model.card import (
     CORPORA,
     corpora,
@@ -94,7 +94,7 @@ def _bleu_table(ckpt: Checkpoint) -> None:
     if reports and "decoding" in ckpt.meta:
         d = ckpt.meta["decoding"]
         st.caption(_("Beam search's length penalty α = {alpha} was chosen on `{split}` (`python -m model.tune`) "
-                     "and is this model's default in the sidebar.").format(alpha=f"{d['alpha']:g}",
+                     "and is this model's default in the sidebar.").format(alpha=num(d['alpha'], "g"),
                                                                          split=d.get("chosen_on", "?")))
     _data(ckpt)
 
@@ -106,7 +106,7 @@ def _data(ckpt: Checkpoint) -> None:
     if ckpt.calibration:
         st.caption(_("Confidence: a translation is flagged from P(wrong) ≥ {threshold} "
                      "(calibration: `{note}`).").format(
-            threshold=f"{ckpt.calibration.threshold:.2f}", note=ckpt.calibration.note))
+            threshold=num(ckpt.calibration.threshold, ".2f"), note=ckpt.calibration.note))
 
 
 def snapshots_ui(ctx: Context) -> None:

@@ -10,7 +10,7 @@ import figures
 from app.context import Context
 from app.settings import index, layer_head, selectbox, setting, toggle
 from app.ui import chart, tokens_for
-from i18n import N_, _
+from i18n import N_, _, num
 from model.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.trace import Trace
 
@@ -76,10 +76,10 @@ def _scores(ctx: Context, trace: Trace, name: str, where: tuple[int, int, int], 
     if scale:
         ok = np.allclose(weights, model_row, atol=1e-4)
         st.caption((_("✓ These weights equal the model's own.") if ok else _("⚠ differs from the model's weights."))
-                   + " " + _("Largest weight {w}.").format(w=f"{weights.max():.3f}"))
+                   + " " + _("Largest weight {w}.").format(w=num(weights.max(), ".3f")))
     else:
         st.caption(_("Unscaled: largest weight {w}, against {m} with the scaling.").format(
-            w=f"{weights.max():.3f}", m=f"{model_row.max():.3f}"))
+            w=num(weights.max(), ".3f"), m=num(model_row.max(), ".3f")))
     return weights, scale
 
 

@@ -14,7 +14,7 @@ from app.settings import HEAD, LAYER, TEXT, layer_head, radio, selectbox, settin
 from app.ui import chart, described
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
-from i18n import N_, _, language
+from i18n import N_, _, language, num
 from model.heads import HeadStatistics, KindStatistics, StatisticsError, sentence_set, skipped_summary
 from model.heads.roles import RULES
 from model.kinds import ATTENTION_KINDS
@@ -179,12 +179,12 @@ def _profile(ctx: Context, stats: HeadStatistics, name: str, layer: int, head: i
     st.subheader(_("Layer {layer}, head {head}: {role}").format(layer=layer, head=head, role=_(role)))
     st.caption(_("Rule: {rule}.").format(rule=_(rule.text)))
     cols = st.columns(5)
-    cols[0].metric(_("entropy (share of uniform)"), f"{numbers['entropy_norm']:.2f}")
-    cols[1].metric(_("largest weight"), f"{numbers['max_weight']:.2f}")
-    cols[2].metric(_("attention distance"), _("{n} tokens").format(n=f"{numbers['distance']:.1f}"))
-    cols[3].metric(_("knockout cost"), _or_dash(numbers["knockout"], "{:+.3f}"),
+    cols[0].metric(_("entropy (share of uniform)"), num(numbers["entropy_norm"], ".2f"))
+    cols[1].metric(_("largest weight"), num(numbers["max_weight"], ".2f"))
+    cols[2].metric(_("attention distance"), _("{n} tokens").format(n=num(numbers['distance'], ".1f")))
+    cols[3].metric(_("knockout cost"), _or_dash(numbers["knockout"], "+.3f"),
                    help=_(KNOCKOUT.help))
-    cols[4].metric(_("agreement with ALTI+"), _or_dash(numbers["agreement"], "{:.2f}"),
+    cols[4].metric(_("agreement with ALTI+"), _or_dash(numbers["agreement"], ".2f"),
                    help=_(AGREEMENT.help))
     left, right = st.columns(2)
     where = _("the diagonal") if name == "cross" else _("the query")
@@ -209,7 +209,7 @@ def _choose(text: str, kind: str, layer: int, head: int) -> None:
 
 
 def _or_dash(value: float, fmt: str) -> str:
-    return "–" if value != value else fmt.format(value)       # nan: not measured
+    return "–" if value != value else num(value, fmt)       # nan: not measured
 
 
 def _map(stats: HeadStatistics, k: KindStatistics, name: str, layer: int, head: int):
@@ -220,7 +220,8 @@ def _map(stats: HeadStatistics, k: KindStatistics, name: str, layer: int, head: 
     shown = float(k.shown[layer, head]) if k.shown is not None else 0.0
     return qk_map(k.queries[layer, head], k.keys[layer, head], labels(k.query_tokens, kind.query_side),
                   labels(k.key_tokens, kind.key_side),
-                  _("its queries and keys on one plane ({share} of their variance shown)").format(share=f"{shown:.0%}"))
+                  _("its queries and keys on one plane ({share} of their variance shown)").format(
+                      share=num(shown, ".0%")))
 
 
 def _short(text: str, n: int = 48) -> str:

@@ -9,7 +9,7 @@ from app import resources, state
 from app.context import Context
 from app.settings import multiselect, setting
 from app.ui import chart, described
-from i18n import N_, _, ngettext
+from i18n import N_, _, ngettext, num
 from model.checkpoint import Checkpoint
 from model.pipeline import head_names, token_probabilities
 
@@ -65,7 +65,7 @@ def effects_grid(ctx: Context) -> None:
     what = (_("{layer} head {head}").format(layer=_label(module), head=column) if column < n_heads
             else _("all of {layer}").format(layer=_label(module)))
     st.markdown(_("**Without {what}** (log-probability drop {drop}): {output}").format(
-        what=what, drop=f"{grid[cell[0], column]:.2f}", output=ctx.knocked_out(off).output or _("(empty)")))
+        what=what, drop=num(grid[cell[0], column], ".2f"), output=ctx.knocked_out(off).output or _("(empty)")))
 
 
 def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:

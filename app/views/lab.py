@@ -25,7 +25,7 @@ from app.context import Context, greedy_options
 from app.settings import radio, range_slider, selectbox, setting, slider, text_input, toggle
 from app.ui import chart, fragment
 from app.views import stepper
-from i18n import N_, _, language
+from i18n import N_, _, language, num
 from model import tasks
 from model.decoding import DecodeOptions
 from model.lab import SWITCHES, LabRun, LabSettings, Snapshot
@@ -153,7 +153,7 @@ def _buttons(lab: LabSettings, job: Job | None) -> None:
                 on_click=_start, args=(lab,))
     c[1].button(_("Stop"), key="lab_stop", icon=":material/stop:", disabled=not busy, on_click=_stop)
     c[2].caption(_("Each run stops by itself at 100 % held-out accuracy, at its step limit, or after {s} s; closing "
-                   "the tab stops it too.").format(s=f"{resources.config().lab_max_seconds:.0f}"))
+                   "the tab stops it too.").format(s=num(resources.config().lab_max_seconds, ".0f")))
 
 
 def _start(lab: LabSettings) -> None:
@@ -214,9 +214,10 @@ def _ended(job: Job) -> str:
 
 def _progress(job: Job, run: LabRun) -> None:
     s, last = run.settings, (run.history[-1] if run.history else None)
-    acc = "" if last is None else " · " + _("held-out whole-sequence accuracy {acc}").format(acc=f"{last.seq_acc:.0%}")
+    acc = "" if last is None else " · " + _("held-out whole-sequence accuracy {acc}").format(
+        acc=num(last.seq_acc, ".0%"))
     text = _("step {step} of {max} · {s} s of at most {cap} s").format(
-        step=run.step, max=s.max_steps, s=f"{run.seconds:.0f}", cap=f"{s.time_cap_s:.0f}") + acc
+        step=run.step, max=s.max_steps, s=num(run.seconds, ".0f"), cap=num(s.time_cap_s, ".0f")) + acc
     fraction = min(1.0, max(run.step / s.max_steps, run.seconds / s.time_cap_s))
     if job.active:
         st.progress(fraction, text=_("Training: {progress}").format(progress=text))

@@ -18,7 +18,7 @@ from app.settings import LAYER, index, selectbox, setting, slider
 from app.ui import chart, described, fragment
 from app.views.explore import KIND
 from figures import diagram
-from i18n import _
+from i18n import _, num
 from model import names, stream
 from model.decoding import output_log_probs, sampling_distribution
 from model.kinds import of_module
@@ -117,7 +117,7 @@ def embedding_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_pr
     st.markdown(_("The tokenizer cuts the text into subword pieces; each piece's id picks one row of the embedding "
                   "matrix ({rows} × {cols}), multiplied by √d_model = {root} so that it is as large as the positional "
                   "encoding added next.").format(rows=cfg.src_vocab_size, cols=cfg.d_model,
-                                                 root=f"{cfg.d_model ** 0.5:.1f}"))
+                                                 root=num(cfg.d_model ** 0.5, ".1f")))
     st.latex(r"x_i = E[\mathrm{id}_i] \cdot \sqrt{d_{\mathrm{model}}}")
     st.dataframe(pd.DataFrame({_("piece"): tokens, "id": ids[:len(tokens)]}).T.astype(str), width="stretch")
     table = (model.src_embed if side == "source" else model.tgt_embed).lut.weight.detach()   # (V, D)
@@ -157,7 +157,7 @@ def positional_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_p
         _("{token} at position {i}").format(token=figures.label(tokens[i]), i=i)))
     chart(st, fig, key="ov_positional", settings=ctx.settings)
     st.markdown(_("Norms: embedding {e}, positional encoding {p}, sum {s}.").format(
-        e=f"{emb.norm():.2f}", p=f"{pe.norm():.2f}", s=f"{total.norm():.2f}"))
+        e=num(emb.norm(), ".2f"), p=num(pe.norm(), ".2f"), s=num(total.norm(), ".2f")))
 
 
 def attention_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) -> None:
@@ -198,7 +198,7 @@ def norm_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs) 
     steps = pd.DataFrame({"s": s_vec[dims], "(s − μ)/σ": (s_vec[dims] - mean) / std, "γ": gamma[dims],
                           "β": beta[dims], _("out"): parts[3][dims]}, index=[_("dim {d}").format(d=d) for d in dims]).T
     st.markdown(_("**LayerNorm step by step** (first {n} dimensions): μ = {mean}, σ = {std}").format(
-        n=len(dims), mean=f"{mean:.3f}", std=f"{std:.3f}"))
+        n=len(dims), mean=num(mean, ".3f"), std=num(std, ".3f")))
     st.dataframe(steps.round(3), width="stretch")
     ratios = stream.update_ratios(trace, stack)[:, :, 0, i].numpy()       # (L, n_sublayers)
     fig = ctx.figure("ov_norm_ratios", (stack, i), lambda: figures.update_sizes(
@@ -255,7 +255,7 @@ def output_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs
     pieces = ctx.checkpoint.tgt_tokenizer.pieces(order.tolist())
     fig = ctx.figure("ov_output", (pos, temperature, top_k, top_p), lambda: figures.distribution(
         pieces, probs[order].tolist(), (kept[order] > 0).tolist(),
-        _("the 20 likeliest next tokens at T = {t} (grey: cut by top-k/top-p)").format(t=f"{temperature:g}")))
+        _("the 20 likeliest next tokens at T = {t} (grey: cut by top-k/top-p)").format(t=num(temperature, "g"))))
     chart(st, fig, key="ov_output", settings=ctx.settings)
     _logit_lens(ctx, trace, pos)
 

@@ -9,7 +9,7 @@ import figures
 from app.context import Context
 from app.settings import multiselect, setting, slider
 from app.ui import chart, csv_button
-from i18n import N_, _
+from i18n import N_, _, num
 from model import names
 
 PE_DIMS = setting("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
@@ -68,5 +68,5 @@ def render(ctx: Context) -> None:
         ex.trace[names.side("source", "embedding")][0].numpy(), pe, tokens))
     chart(st, parts, key="pe_decomposition", settings=settings)
     st.caption(_("Token embeddings are multiplied by √d_model = {root}, so they are not drowned by the "
-                 "positional encoding, whose norm is √(d_model/2) at every position.").format(root=f"{d**0.5:.1f}")
+                 "positional encoding, whose norm is √(d_model/2) at every position.").format(root=num(d**0.5, ".1f"))
                if cfg.scale_embedding else _("This model does not scale its token embeddings by √d_model."))

@@ -13,7 +13,7 @@ from app.context import Context
 from app.settings import flag, setting, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment
-from i18n import N_, _
+from i18n import N_, _, num
 from model.confidence import LOW_TOKEN_PROB
 from model.decoding import StepRecord
 from model.readings import first_divergence, tree_until
@@ -97,7 +97,7 @@ def _pick_hypothesis(record: StepRecord, ctx: Context, t: int) -> int:
         return 0
     decode = ctx.checkpoint.tgt_tokenizer.decode
     names = [_("{i}: {tokens}  [score {score}]").format(i=h.index, tokens=decode(h.tokens) or _("(start)"),
-                                                         score=f"{h.score:.2f}") for h in record.hypotheses]
+                                                         score=num(h.score, ".2f")) for h in record.hypotheses]
     return st.selectbox(_("Hypothesis to inspect"), range(len(names)), format_func=names.__getitem__, key=f"hyp_{t}")
 
 
@@ -157,7 +157,7 @@ def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
     st.markdown(_("**What {token} used** ({method}): {top}").format(token=token, method=label,
                                                                     top=_top(att.source_tokens, used))
                 + ("" if share is None else _("; {share} of it came from the source, the rest from the output "
-                                              "so far").format(share=f"{share[t]:.0%}"))
+                                              "so far").format(share=num(share[t], ".0%")))
                 + _(". **Where it looked** (cross-attention, heads averaged): {top}.").format(
                     top=_top(att.source_tokens, looked)))
     if toggle(st, STEP_USED_CHART, _("Chart: where it looked beside what it used"),
@@ -184,7 +184,7 @@ def _token_confidence(ctx: Context) -> None:
         tokens, ex.output_probs, LOW_TOKEN_PROB, title=_("how sure the model was of each token of the translation")))
     chart(st, fig, key="token_confidence", settings=ctx.settings)
     st.caption(_("Each token's probability given the source and the tokens before it. Below {low} "
-                 "the model was guessing: check that word first.").format(low=f"{LOW_TOKEN_PROB:g}"))
+                 "the model was guessing: check that word first.").format(low=num(LOW_TOKEN_PROB, "g")))
 
 
 def _row(attn, keys: list[str], query: str):
