@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import html
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from app.settings import Settings, chosen_language
 from figures import describe
-from i18n import _, use
+from i18n import _, language, use
 from model.readings import matrix_csv
 from model.trace import Trace
 
@@ -50,10 +51,26 @@ HIDDEN = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow
           "white-space:nowrap;border:0")
 
 
+_SAID: dict[int, dict[str, str]] = {}     # id of a figure alive -> {language: its sentence}
+
+
+def _sentence(fig: go.Figure) -> str:
+    """describe.summary once per figure and language: most figures are cached and shared, and a
+    rerun's few charts would otherwise pay 0.2-0.3 ms each every time (the entry goes with the figure)."""
+    said = _SAID.get(id(fig))
+    if said is None:
+        said = _SAID[id(fig)] = {}
+        weakref.finalize(fig, _SAID.pop, id(fig), None)
+    lang = language()
+    if lang not in said:
+        said[lang] = describe.summary(fig)
+    return said[lang]
+
+
 def described(where: DeltaGenerator, fig: go.Figure, settings: Settings | None) -> None:
     """A chart's text alternative: one sentence for screen readers (figures/describe.py), and its
     numbers as a table when the sidebar asks for them."""
-    where.markdown(f'<p style="{HIDDEN}">{html.escape(describe.summary(fig))}</p>', unsafe_allow_html=True)
+    where.markdown(f'<p style="{HIDDEN}">{html.escape(_sentence(fig))}</p>', unsafe_allow_html=True)
     if settings is not None and settings.tables and (numbers := describe.table(fig)) is not None:
         columns, rows = numbers
         where.dataframe(pd.DataFrame(rows, columns=[c or " " for c in columns]), hide_index=True)
