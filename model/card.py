@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from i18n import N_, _
+from i18n import N_, _, num
 from model.config import ModelConfig
 
 EVAL_RESULTS = "eval_results.json"
@@ -63,8 +63,8 @@ def report_title(report: dict[str, Any]) -> str:
     """A test report's name, e.g. "tatoeba-en-de test (all 1,344 references of 1,000 sentences)", in the
     interface's language (i18n/)."""
     data = _report_key(report)[0]
-    refs = (" " + _("(all {refs} references of {n} sentences)").format(refs=f"{report['reference_count']:,}",
-                                                                       n=f"{report['sentences']:,}")
+    refs = (" " + _("(all {refs} references of {n} sentences)").format(refs=num(report['reference_count'], ","),
+                                                                       n=num(report['sentences'], ","))
             if report.get("references") == "all" and report.get("reference_count", 0) > report.get("sentences", 0)
             else "")
     return f"{data} `{report.get('split')}`{refs}"

@@ -63,7 +63,7 @@ def render(ctx: Context) -> None:
     counts = ckpt.model.parameter_counts()
     total = sum(n for _c, n in counts)
     c2.dataframe(pd.DataFrame({_("component"): [_(c) for c, _n in counts] + [_("total")],
-                               _("parameters"): [f"{n:,}" for _c, n in counts] + [f"{total:,}"]}),
+                               _("parameters"): [num(n, ",") for _c, n in counts] + [num(total, ",")]}),
                  hide_index=True, width="stretch")
     st.markdown(provenance(meta))
     _training(ctx)

@@ -130,7 +130,7 @@ def _about(stats: HeadStatistics) -> None:
         if stats.skipped else ""
     st.markdown(_("Measured over **{n} sentences** of {name} and the model's own translations ({how}){skipped}. "
                   "Knockout cost: the first {knockout} sentences; agreement with ALTI+: the first {agreement}.").format(
-        n=f"{len(stats.sentences):,}", name=stats.input["name"], how=how, skipped=skipped,
+        n=num(len(stats.sentences), ","), name=stats.input["name"], how=how, skipped=skipped,
         knockout=stats.knockout_sentences, agreement=stats.agreement_sentences))
     for note in stats.notes:
         st.caption(note)
