@@ -15,6 +15,7 @@ the class gone (ended, expired) -> said, and the session goes on alone; the stor
 from __future__ import annotations
 
 import io
+import re
 import secrets
 import time
 import urllib.parse
@@ -29,7 +30,8 @@ from i18n import N_, _, ngettext
 from serving import classroom
 from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown, View
 
-CLASS, TEACHER = links.CLASS, links.TEACHER   # link parameters: the join code; the teacher's secret
+CLASS, TEACHER, SEAT = links.CLASS, links.TEACHER, links.SEAT   # link parameters: the join code; the teacher's
+SEAT_ID = re.compile(r"[0-9a-f]{12}")                           # secret; a student's anonymous id (its seat)
 FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
 TEACHER_SECONDS = 2.0                        # how often the teacher's sidebar counts followers
 CHECK_IN_SECONDS = 3.0                       # how often a follower says it is there
@@ -49,7 +51,7 @@ class Membership:
     trouble: str | None = None               # the store out of reach, said
     poll: Poll | None = None                 # the class's open poll, as last seen
     show_code: bool = False                  # the teacher shows the join code big, above the page
-    answered: dict[str, str] = field(default_factory=dict)   # poll id -> this student's answer
+    answered: dict[str, str] = field(default_factory=dict)   # poll id -> this student's answer ("" none yet)
 
     @property
     def teacher(self) -> bool:
@@ -70,8 +72,10 @@ def _leave_class(message: str) -> None:
 
 
 # ---- joining -----------------------------------------------------------------------------------
-def join(code_text: str, secret: str | None = None) -> str | None:
-    """Join (or, with the secret, lead) the class; returns what went wrong, or None."""
+def join(code_text: str, secret: str | None = None, seat: str | None = None) -> str | None:
+    """Join (or, with the secret, lead) the class; returns what went wrong, or None. A student's `seat`
+    (from their own address bar: a reload, another app process) keeps their anonymous id, and with it
+    their answers: one per poll."""
     s = store()
     code = classroom.normalize_code(code_text)
     if s is None:
@@ -88,6 +92,8 @@ def join(code_text: str, secret: str | None = None) -> str | None:
     except StoreDown:
         return _("The class server cannot be reached right now; try again in a minute.")
     m = Membership(code, secret)
+    if not m.teacher and seat is not None and SEAT_ID.fullmatch(seat):
+        m.student = seat
     if not m.teacher:
         m.pending = view
     state.hold(state.CLASS, m)
@@ -101,7 +107,7 @@ def join_from_link() -> None:
     state.hold(state.CLASS_LINK_READ, True)
     code = st.query_params.get(CLASS)
     if code:
-        problem = join(code, st.query_params.get(TEACHER))
+        problem = join(code, st.query_params.get(TEACHER), st.query_params.get(SEAT))
         if problem:
             st.warning(problem + " " + _("You are using the app on your own."), icon=":material/group_off:")
 
@@ -194,9 +200,10 @@ def end_of_run(completed: bool = True) -> None:
 
 
 def link_params() -> dict[str, str]:
-    """A student's address bar keeps the class (a reload, or another app process, joins again)."""
+    """A student's address bar keeps the class and their seat (a reload, or another app process, joins
+    again as the same anonymous student)."""
     m = membership()
-    return {CLASS: m.code} if m is not None and not m.teacher else {}
+    return {CLASS: m.code, SEAT: m.student} if m is not None and not m.teacher else {}
 
 
 # ---- the sidebar -----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from app.settings import ALPHA, CHECKPOINT, TEXT, linked
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
 CLASS, TEACHER = "class", "teacher"   # a class's join code, its teacher's secret (app/classroom.py)
+SEAT = "seat"                         # a student's anonymous id in a class: a reload keeps it (one answer per poll)
 BLOCK = "block"               # the overview's block (app/views/overview.py)
 LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
 MAX_STEP = 1000
@@ -68,7 +69,7 @@ def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
     view = params.get(VIEW)
     if view in set(pages):
         return view
-    if set(params) - {CLASS, TEACHER} and BLOCK not in params and _opened_at_root(pages):
+    if set(params) - {CLASS, TEACHER, SEAT} and BLOCK not in params and _opened_at_root(pages):
         return FORMER_LANDING
     return None
 

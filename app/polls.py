@@ -120,8 +120,10 @@ def _prompt(prompt: str | list) -> str:
 
 
 def _answer(m: Membership, poll: Poll) -> None:
-    given = m.answered.get(poll.id)
-    if given is not None:
+    if poll.id not in m.answered:          # first sight of this poll in this session: answered before a reload?
+        m.answered[poll.id] = _answer_given(m, poll) or ""
+    given = m.answered[poll.id]
+    if given:
         st.success(_("Your answer is in: **{answer}**. The teacher will show the class's answers.").format(
             answer=given))
         return
@@ -138,10 +140,22 @@ def _answer(m: Membership, poll: Poll) -> None:
             accepted = store().answer(m.code, poll.id, m.student, choice)
         except (ClassGone, StoreDown):
             accepted = False
-        m.answered[poll.id] = choice
         if not accepted:
-            st.warning(_("This poll no longer takes answers."))
+            mine = _answer_given(m, poll)
+            if mine is None:
+                st.warning(_("This poll no longer takes answers."))
+                return
+            choice = mine
+        m.answered[poll.id] = choice
         st.rerun()
+
+
+def _answer_given(m: Membership, poll: Poll) -> str | None:
+    """This student's answer to the poll as the class keeps it (given before a reload), or None."""
+    try:
+        return next((a.choice for a in store().answers(m.code, poll.id) if a.student == m.student), None)
+    except (ClassGone, StoreDown):
+        return None
 
 
 def _teacher_controls(m: Membership, poll: Poll) -> None:

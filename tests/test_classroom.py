@@ -258,3 +258,35 @@ def test_the_overview_block_and_the_lesson_step_are_followed_too(app_checkpoints
     student.run()
     assert student.session_state["lesson_step"] == 3 and student.session_state["class"].following
     assert page_of(student) == "lesson" and not student.exception
+
+
+def test_a_student_keeps_their_seat_and_their_one_answer_across_a_reload(app_checkpoints, monkeypatch):
+    """A student's address bar holds their anonymous seat: a reload (or another app process) joins as the
+    same student, who sees their answer instead of answering the poll again. A seat that is not one of
+    ours is not taken."""
+    from streamlit.testing.v1 import AppTest
+
+    from app import resources
+    from tests.support import APP
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    teacher = AppTest.from_file(APP, default_timeout=120).run()
+    teacher.button(key="class-start").click().run()
+    m = teacher.session_state["class"]
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params["class"] = m.code
+    student.run()
+    seat = student.query_params["seat"]
+    assert seat == student.session_state["class"].student
+    store = resources.class_store()
+    poll = store.open_poll(m.code, m.secret, "next-token", {"prompt": "?", "options": ["Hund", "Mann"]})
+    assert store.answer(m.code, poll.id, seat, "Hund")
+    reloaded = AppTest.from_file(APP, default_timeout=120)
+    reloaded.query_params["class"], reloaded.query_params["seat"] = m.code, seat
+    reloaded.run()
+    assert reloaded.session_state["class"].student == seat
+    assert "Your answer is in: **Hund**" in " ".join(s.value for s in reloaded.success)
+    assert not any(b.key == f"poll-send-{poll.id}" for b in reloaded.button)
+    forged = AppTest.from_file(APP, default_timeout=120)
+    forged.query_params["class"], forged.query_params["seat"] = m.code, "not-a-seat"
+    forged.run()
+    assert forged.session_state["class"].student not in (seat, "not-a-seat")
