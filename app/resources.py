@@ -15,7 +15,7 @@ import streamlit as st
 import torch
 
 from figures import Display
-from i18n import N_, Later
+from i18n import _
 from model import heads, hub, places
 from model.attribution import Attribution, attribute
 from model.checkpoint import Checkpoint, load_checkpoint
@@ -163,7 +163,7 @@ def get_head_statistics(path: str) -> tuple[HeadStatistics | None, str]:
     try:
         stats, why = _head_statistics(str(file), file.stat().st_mtime_ns, weights)
     except OSError:
-        stats, why = None, str(Later(N_("{file} has not been computed for this model yet"), file=file.name))
+        stats, why = None, _("{file} has not been computed for this model yet").format(file=file.name)
     if stats is None and (path, weights) in _computed_heads():      # computed here, not writable beside the model
         return _computed_heads()[(path, weights)], ""
     return stats, why

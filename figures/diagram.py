@@ -20,6 +20,7 @@ from figures.common import FOLLOWS_FONT, STATUS_COLORS
 from i18n import N_, _
 from model import names
 from model.config import ModelConfig
+from model.kinds import STACKS
 from model.trace import Trace
 
 # the paper's colours: embeddings pink, attention orange, Add & Norm yellow, FFN blue, output purple
@@ -76,11 +77,10 @@ def picker_names(cfg: ModelConfig) -> dict[str, str]:
         label = b.label
         if b.id.endswith(".norm"):
             label = _("Add & Norm after {sublayer}").format(sublayer=_(AFTER[b.id.split(".")[1]][b.side]))
-        names[b.id] = f"{_(SIDES[b.side])}: {label}" if b.id.startswith(("encoder", "decoder")) else label
+        names[b.id] = f"{_(STACKS[b.side])}: {label}" if b.id.startswith(("encoder", "decoder")) else label
     return names
 
 
-SIDES = {"encoder": N_("encoder"), "decoder": N_("decoder")}
 AFTER = {"self_attn": {"encoder": N_("multi-head attention"), "decoder": N_("masked multi-head attention")},
          "cross_attn": {"decoder": N_("multi-head attention")},
          "feed_forward": {"encoder": N_("feed forward"), "decoder": N_("feed forward")}}

@@ -18,6 +18,7 @@ from i18n import N_
 from model import names
 
 SIDES = {"source": N_("source"), "target": N_("target")}     # the token axes, as a student reads them
+STACKS = {"encoder": N_("encoder"), "decoder": N_("decoder")}  # the two stacks, likewise
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.pages import PAGES as APP_PAGES
 from figures import describe
 from tests.support import APP, goto, page_of
 
-PAGES = ("overview", "explore", "lesson", "step", "positional", "masks", "head", "knockout", "attribution", "heads",
-         "lab", "card")
+PAGES = tuple(p.slug for p in APP_PAGES)        # every page of the app, by its slug
 RED_GREEN_SCALES = {"rdylgn", "piyg", "prgn", "picnic", "portland", "jet", "rainbow", "hsv", "spectral"}
 
 

@@ -213,23 +213,31 @@ def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_chec
         server.terminate()
         server.wait(timeout=10)
 
+def _session(**link: str):
+    """An app session opened on a link with these parameters (`class_` for `class`)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP
+    at = AppTest.from_file(APP, default_timeout=120)
+    for name, value in link.items():
+        at.query_params[name.rstrip("_")] = value
+    return at.run()
+
+
+def _a_class_and_a_student(app_checkpoints, monkeypatch):
+    """A teacher who started a class (their Membership), and a student session that joined by the link."""
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    teacher = _session()
+    teacher.button(key="class-start").click().run()
+    m = teacher.session_state["class"]
+    return m, _session(class_=m.code)
+
 
 def test_the_teacher_link_leads_again_from_another_tab_and_the_join_link_never_does(app_checkpoints, monkeypatch):
     """The teacher's tab closed: the teacher link (code and secret) opens a session that leads the same
     class; students keep following it. The join link (the code alone) only follows."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.support import APP
-    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
-    first = AppTest.from_file(APP, default_timeout=120).run()
-    first.button(key="class-start").click().run()
-    m = first.session_state["class"]
-    student = AppTest.from_file(APP, default_timeout=120)
-    student.query_params["class"] = m.code
-    student.run()
-    again = AppTest.from_file(APP, default_timeout=120)              # a new tab, from the teacher link
-    again.query_params["class"], again.query_params["teacher"] = m.code, m.secret
-    again.run()
+    m, student = _a_class_and_a_student(app_checkpoints, monkeypatch)
+    again = _session(class_=m.code, teacher=m.secret)               # a new tab, from the teacher link
     assert again.session_state["class"].teacher and again.session_state["class"].code == m.code
     assert any(b.key == "class-end" for b in again.sidebar.button)
     again.text_input(key="text").input("the cat sits on a red ball").run()
@@ -264,29 +272,16 @@ def test_a_student_keeps_their_seat_and_their_one_answer_across_a_reload(app_che
     """A student's address bar holds their anonymous seat: a reload (or another app process) joins as the
     same student, who sees their answer instead of answering the poll again. A seat that is not one of
     ours is not taken."""
-    from streamlit.testing.v1 import AppTest
-
     from app import resources
-    from tests.support import APP
-    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
-    teacher = AppTest.from_file(APP, default_timeout=120).run()
-    teacher.button(key="class-start").click().run()
-    m = teacher.session_state["class"]
-    student = AppTest.from_file(APP, default_timeout=120)
-    student.query_params["class"] = m.code
-    student.run()
+    m, student = _a_class_and_a_student(app_checkpoints, monkeypatch)
     seat = student.query_params["seat"]
     assert seat == student.session_state["class"].student
     store = resources.class_store()
     poll = store.open_poll(m.code, m.secret, "next-token", {"prompt": "?", "options": ["Hund", "Mann"]})
     assert store.answer(m.code, poll.id, seat, "Hund")
-    reloaded = AppTest.from_file(APP, default_timeout=120)
-    reloaded.query_params["class"], reloaded.query_params["seat"] = m.code, seat
-    reloaded.run()
+    reloaded = _session(class_=m.code, seat=seat)
     assert reloaded.session_state["class"].student == seat
     assert "Your answer is in: **Hund**" in " ".join(s.value for s in reloaded.success)
     assert not any(b.key == f"poll-send-{poll.id}" for b in reloaded.button)
-    forged = AppTest.from_file(APP, default_timeout=120)
-    forged.query_params["class"], forged.query_params["seat"] = m.code, "not-a-seat"
-    forged.run()
+    forged = _session(class_=m.code, seat="not-a-seat")
     assert forged.session_state["class"].student not in (seat, "not-a-seat")

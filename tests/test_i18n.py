@@ -10,11 +10,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import i18n
+from app.pages import PAGES as APP_PAGES
 from i18n import N_, Later, _, ngettext
 from tests.support import APP, english_sentences, goto, link_of, page_of
 
-PAGES = ("overview", "explore", "lesson", "step", "positional", "masks", "head", "knockout", "attribution", "heads",
-         "lab", "card")
+PAGES = tuple(p.slug for p in APP_PAGES)        # every page of the app, by its slug
 
 
 def test_every_text_shown_has_its_translation_and_every_catalog_is_compiled():

@@ -11,6 +11,7 @@ from app.settings import multiselect, setting
 from app.ui import chart, described
 from i18n import N_, _, ngettext, num
 from model.checkpoint import Checkpoint
+from model.kinds import STACKS
 from model.pipeline import head_names, token_probabilities
 
 KO_LAYERS = setting("ko_layers", None, ())          # whole layers switched off
@@ -18,7 +19,6 @@ KO_HEADS = setting("ko_heads", None, ())            # single heads switched off
 KO_CELL = setting("ko_cell", None, None)            # the (module, head) cell clicked in the grid
 
 
-STACKS = {"encoder": N_("encoder"), "decoder": N_("decoder")}
 MODULES = {"self_attn": N_("self"), "cross_attn": N_("cross")}
 
 
