@@ -214,28 +214,26 @@ def _decoding(decoding: dict[str, Any] | None) -> list[str]:
     """The beam length penalty chosen by `python -m model.tune`, with what it tried."""
     if not decoding:
         return []
-    lines = ["## Decoding", "",
-             f"Beam search uses the GNMT length penalty α = {decoding['alpha']:g} by default (the translate and "
-             f"trace CLIs, `model.evaluate` and the app), chosen on `{decoding.get('chosen_on', '?')}` with beam "
-             f"{decoding.get('beam_size', '?')} by `python -m model.tune`:", "",
-             *_table(("α", "BLEU", "brevity penalty", "length ratio"),
-                     [(f"{t['alpha']:g}", f"{t['bleu']:.2f}", f"{t['brevity']:.3f}", f"{t['length_ratio']:.3f}")
-                      for t in decoding.get("tried", [])])]
-    return [*lines, ""]
+    return _section("Decoding",
+                    f"Beam search uses the GNMT length penalty α = {decoding['alpha']:g} by default (the translate "
+                    f"and trace CLIs, `model.evaluate` and the app), chosen on `{decoding.get('chosen_on', '?')}` "
+                    f"with beam {decoding.get('beam_size', '?')} by `python -m model.tune`:",
+                    ("α", "BLEU", "brevity penalty", "length ratio"),
+                    [(f"{t['alpha']:g}", f"{t['bleu']:.2f}", f"{t['brevity']:.3f}", f"{t['length_ratio']:.3f}")
+                     for t in decoding.get("tried", [])])
 
 
 def _confidence(entry: dict[str, Any] | None) -> list[str]:
     """When the app flags a translation (`python -m model.calibrate`), and how that did on val."""
     if not entry:
         return []
-    lines = ["## Confidence", "",
-             f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
-             f"token log-probability and the share of source words not in `familiar_words.txt` (the training "
-             f"sources' words); {entry.get('note', '')}.", "",
-             *_table(("val set", "sentences", "wrong", "wrong flagged", "right flagged"),
-                     [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}")
-                      for name, r in entry.get("val", {}).items()])]
-    return [*lines, ""]
+    return _section("Confidence",
+                    f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
+                    f"token log-probability and the share of source words not in `familiar_words.txt` (the "
+                    f"training sources' words); {entry.get('note', '')}.",
+                    ("val set", "sentences", "wrong", "wrong flagged", "right flagged"),
+                    [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}")
+                     for name, r in entry.get("val", {}).items()])
 
 
 def _faithfulness(entry: dict[str, Any] | None) -> list[str]:
@@ -243,13 +241,18 @@ def _faithfulness(entry: dict[str, Any] | None) -> list[str]:
     if not entry:
         return []
     drop, err = entry["drop"], entry["stderr"]
-    rows = [(m, f"{drop[m]['1']:.2f} ± {err[m]['1']:.2f}", f"{drop[m]['3']:.2f} ± {err[m]['3']:.2f}")
-            for m in sorted(drop, key=lambda m: -drop[m]["1"])]
-    return ["## Attribution: how faithful each method is", "",
-            f"Mean drop of each generated token's log-probability when a method's top-1 / top-3 source tokens "
-            f"are hidden, over {entry['sentences']} sentences of {entry['split']} ({entry['tokens']} tokens, the "
-            f"model's own greedy translations; `random`: the control).", "",
-            *_table(("method", "top-1 hidden", "top-3 hidden"), rows), ""]
+    return _section("Attribution: how faithful each method is",
+                    f"Mean drop of each generated token's log-probability when a method's top-1 / top-3 source "
+                    f"tokens are hidden, over {entry['sentences']} sentences of {entry['split']} ({entry['tokens']} "
+                    f"tokens, the model's own greedy translations; `random`: the control).",
+                    ("method", "top-1 hidden", "top-3 hidden"),
+                    [(m, f"{drop[m]['1']:.2f} ± {err[m]['1']:.2f}", f"{drop[m]['3']:.2f} ± {err[m]['3']:.2f}")
+                     for m in sorted(drop, key=lambda m: -drop[m]["1"])])
+
+
+def _section(title: str, text: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    """A card section: its heading, one paragraph, a table."""
+    return [f"## {title}", "", text, "", *_table(header, rows), ""]
 
 
 def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:

@@ -60,34 +60,37 @@ class Method:
                                                                                       i=self.layer)
 
 
+# Every method `attribute` computes, in the order pages list them: key, name, caveat (texts marked for the
+# catalog). A key in PER_LAYER is followed by one entry per layer, named and qualified as given there.
+METHODS: tuple[tuple[str, str, str], ...] = (
+    ("attention", N_("Attention (all layers, heads averaged)"),
+     N_("Where the heads looked, not what they carried: a head may look hard at a token whose value is tiny, and "
+        "the residual stream bypasses attention altogether.")),
+    ("rollout", N_("Attention rollout (through cross-attention)"),
+     N_("Assumes attention and the residual count equally, every head the same, and that values and feed-forward "
+        "layers change nothing.")),
+    ("value_norm", N_("Attention × value size (Kobayashi et al.)"),
+     N_("Weights each look by the size of what the token sends, ||αf(x)||; still one sublayer at a time, without "
+        "the residual.")),
+    ("alti", N_("ALTI+ (contributions through every layer)"),
+     N_("Follows every sublayer, residual and LayerNorm; treats the feed-forward layers as mixing nothing and "
+        "measures closeness by the Manhattan distance.")),
+    ("grad_x_input", N_("Gradient × input"),
+     N_("A first-order (local) estimate: how log p changes for a small change of each embedding; can be noisy.")),
+    ("integrated_gradients", N_("Integrated gradients (baseline: zero embeddings)"),
+     N_("Adds up gradients from a zero-embedding baseline to the input; depends on that baseline.")),
+)
+PER_LAYER = {"attention": (N_("Attention"), N_("One layer's weights, heads averaged.")),
+             "value_norm": (N_("Attention × value size"), N_("One layer."))}
+
+
 def methods(n_layers: int) -> dict[str, Method]:
     """Every method `attribute` computes, in the order pages list them."""
-    def per_layer(base: str, name: str, caveat: str) -> list[Method]:
-        return [Method(method_key(base, i), name, caveat, i) for i in range(n_layers)]
-    out = [Method("attention", N_("Attention (all layers, heads averaged)"),
-                  N_("Where the heads looked, not what they carried: a head may look hard at a token whose "
-                     "value is tiny, and the residual stream bypasses attention altogether."))]
-    out += per_layer("attention", N_("Attention"), N_("One layer's weights, heads averaged."))
-    out += [
-        Method("rollout", N_("Attention rollout (through cross-attention)"),
-               N_("Assumes attention and the residual count equally, every head the same, and that values "
-                  "and feed-forward layers change nothing.")),
-        Method("value_norm", N_("Attention × value size (Kobayashi et al.)"),
-               N_("Weights each look by the size of what the token sends, ||αf(x)||; still one sublayer "
-                  "at a time, without the residual.")),
-    ]
-    out += per_layer("value_norm", N_("Attention × value size"), N_("One layer."))
-    out += [
-        Method("alti", N_("ALTI+ (contributions through every layer)"),
-               N_("Follows every sublayer, residual and LayerNorm; treats the feed-forward layers as "
-                  "mixing nothing and measures closeness by the Manhattan distance.")),
-        Method("grad_x_input", N_("Gradient × input"),
-               N_("A first-order (local) estimate: how log p changes for a small change of each "
-                  "embedding; can be noisy.")),
-        Method("integrated_gradients", N_("Integrated gradients (baseline: zero embeddings)"),
-               N_("Adds up gradients from a zero-embedding baseline to the input; depends on that "
-                  "baseline.")),
-    ]
+    out = []
+    for key, name, caveat in METHODS:
+        out.append(Method(key, name, caveat))
+        if key in PER_LAYER:
+            out += [Method(method_key(key, i), *PER_LAYER[key], i) for i in range(n_layers)]
     return {m.key: m for m in out}
 
 
