@@ -16,8 +16,8 @@ from model.places import find_checkpoints
 from tests.support import MULTI30K, ROOT
 
 SHIPPED = find_checkpoints(ROOT / "checkpoints")
-# test2016, beam 4: issue 17's goals, which both replacements reached
-TARGET_BEAM4_BLEU = {"multi30k-en-de": 39.0, "multi30k-de-en": 41.5}
+# test2016, beam 4: no lower than the Multi30K-only models scored (issue 31: 39.0 and 42.3)
+TARGET_BEAM4_BLEU = {"multi30k-en-de": 39.0, "multi30k-de-en": 42.3}
 # Tatoeba test against all references of each sentence, beam 4: issue 31's goal
 TARGET_TATOEBA_BEAM4_BLEU = 30.0
 # What the shipped models make of the app's presets (beam 4, each model's alpha), read and judged
@@ -41,7 +41,7 @@ PRESET_OUTPUTS = {
         "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": "A man in an orange hat looking at something.",
         "Wir haben ein neues Auto gekauft.": "We bought a new car.",
         "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.":
-            "A fireman climbing the ladder of the firetruck.",
+            "A firefighter climbs the ladder of the firetruck.",
         "Die Frau hält ihr Baby und sie lächelt.": "The woman is holding her baby and smiling.",
         "Ich liebe Pizza.": "I love pizza.",
         "Ich habe den Apfel gegessen.": "I ate the apple.",
