@@ -83,14 +83,19 @@ def rotated(names: list[str], rounds: int) -> list[list[str]]:
 
 
 def report(names: list[str], runs: dict[str, list[dict]]) -> None:
+    """Medians over rounds per build, and each build's ratio to the first."""
+    ratios = [f"{n} / {names[0]}" for n in names[1:]]
     print(f"\nmedians over {len(runs[names[0]])} rounds ({machine()}):")
-    print("| | " + " | ".join(names) + " | " + " | ".join(f"{n} / {names[0]}" for n in names[1:]) + " |")
-    print("|---" * (2 * len(names)) + "|")
+    print(_row(["", *names, *ratios]))
+    print("|---" * (1 + len(names) + len(ratios)) + "|")
     for key, label in KEYS:
         med = {n: statistics.median(r[key] for r in runs[n] if r[key] is not None) for n in names}
-        print(f"| {label} | " + " | ".join(f"{med[n]:.2f}" for n in names) + " | "
-              + " | ".join(f"{med[n] / med[names[0]]:.2f}" for n in names[1:]) + " |")
-    print("| errors | " + " | ".join(str(sum(r["errors"] for r in runs[n])) for n in names) + " |")
+        print(_row([label, *(f"{med[n]:.2f}" for n in names), *(f"{med[n] / med[names[0]]:.2f}" for n in names[1:])]))
+    print(_row(["errors", *(str(sum(r["errors"] for r in runs[n])) for n in names), *([""] * len(ratios))]))
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def parse_build(text: str) -> tuple[str, Path]:
