@@ -24,9 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import machine
+from benchmarks.common import ROOT, machine
 
-ROOT = Path(__file__).resolve().parent.parent
 KEYS = (("first_p50", "first page p50"), ("first_p95", "first page p95"), ("change_p95", "a widget change p95"),
         ("cpu_cores", "server CPU (cores)"))
 
@@ -39,9 +38,9 @@ def serve_command(build: Path, port: int, processes: int) -> list[str]:
 
 def start(build: Path, port: int, processes: int, log: Path, timeout: float = 240) -> subprocess.Popen:
     """A server from `build`, returned once each of its app processes says it is warmed up."""
-    out = log.open("w")
-    proc = subprocess.Popen(serve_command(build, port, processes), cwd=build, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    with log.open("w") as out:       # the server keeps its own copy of the file
+        proc = subprocess.Popen(serve_command(build, port, processes), cwd=build, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
     while log.read_text().count("warmed up") < processes:
         if proc.poll() is not None or time.monotonic() > deadline:
