@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -78,6 +79,49 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path):
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def test_a_killed_run_resumes_from_its_last_periodic_save(tmp_path, monkeypatch, capsys):
+    """--save-every writes the full state within an epoch: a run that dies between two saves
+    (here: its state copied aside at step 6, as a machine restart would leave it) resumes from
+    that save and ends with the weights of a run that was never stopped."""
+    data = tmp_path / "data"
+    write_reverse_task(data, n_train=800)
+    common = ["--epochs", "2", "--dropout", "0.1", "--cooldown-epochs", "1.5"]
+    assert train.main(base_args(data, tmp_path / "a", *common, "--max-steps", "12")) == 0
+    saved_at: list[int] = []
+    real_save = train.Trainer.save_state
+
+    def save_and_copy(self: train.Trainer, start: float) -> None:
+        real_save(self, start)
+        saved_at.append(self.progress.step)
+        if self.progress.step == 6:                  # what a kill after step 6 leaves on disk
+            shutil.copytree(self.work / "last", tmp_path / "at-6")
+    monkeypatch.setattr(train.Trainer, "save_state", save_and_copy)
+    monkeypatch.setattr(train.time, "time", _ticking_clock())     # one minute per call: a save every step
+    assert train.main(base_args(data, tmp_path / "b", *common, "--max-steps", "9", "--save-every", "0.5",
+                                "--log-every", "0.5")) == 0
+    assert 6 in saved_at and len(saved_at) >= 6, saved_at          # saved within the epoch, step after step
+    assert "epoch 1/2 batch" in capsys.readouterr().err               # the progress line for a log file
+    monkeypatch.undo()
+    killed = tmp_path / "b.work" / "last"
+    shutil.rmtree(killed)
+    shutil.copytree(tmp_path / "at-6", killed)
+    assert json.loads((killed / "progress.json").read_text())["step"] == 6
+    assert train.main(["--resume", str(tmp_path / "b"), "--max-steps", "12", "--no-progress"]) == 0
+    a = load_file(str(tmp_path / "a.work" / "last" / "model.safetensors"))
+    b = load_file(str(tmp_path / "b.work" / "last" / "model.safetensors"))
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def _ticking_clock():
+    now = [1_000_000.0]
+
+    def tick() -> float:
+        now[0] += 60.0
+        return now[0]
+    return tick
 
 
 def test_init_from_continues_a_finished_model_with_its_counts_log_and_a_new_ramp(tmp_path):

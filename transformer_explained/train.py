@@ -84,6 +84,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="minutes for this command (a resumed run gets its own); stop and save when spent")
     g.add_argument("--average-last", type=int, default=3, help="average the last N epochs' weights (default 3)")
     g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--save-every", type=float, default=10.0, metavar="MIN",
+                   help="also save the resumable state every MIN minutes within an epoch (default 10; 0: only at "
+                        "the end of each epoch and when a limit stops the run), so a killed run loses at most that")
+    g.add_argument("--log-every", type=float, default=5.0, metavar="MIN",
+                   help="with --no-progress: print a progress line (epoch, batch, loss, tokens/s, time left in "
+                        "the epoch) every MIN minutes (default 5)")
     g = p.add_argument_group("run")
     g.add_argument("--out", help="checkpoint directory to write (e.g. checkpoints/multi30k-en-de)")
     g.add_argument("--resume", help="continue the run whose --out was this directory")
@@ -116,7 +122,8 @@ def _resumed_args(args: argparse.Namespace, argv: list[str] | None) -> argparse.
         sys.exit(f"error: {state_path}: missing; nothing to resume")
     saved = {**vars(args), **json.loads(state_path.read_text())}   # options added since keep their defaults
     given = set(a.split("=")[0].lstrip("-").replace("-", "_") for a in (argv or sys.argv[1:]) if a.startswith("--"))
-    for key in ("epochs", "max_steps", "time_budget", "device", "threads", "no_progress", "eval_sentences"):
+    for key in ("epochs", "max_steps", "time_budget", "device", "threads", "no_progress", "eval_sentences",
+                "save_every", "log_every"):
         if key in given:
             saved[key] = getattr(args, key)
     saved["resume"] = args.resume
@@ -381,7 +388,8 @@ class Trainer:
         self.epoch_len = len(batches)
         bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch + 1}/{a.epochs}",
                    disable=a.no_progress or not self.rt.main, file=sys.stderr, dynamic_ncols=True)
-        seen = {"tokens": 0, "loss": 0.0, "t0": time.time()}
+        seen = {"tokens": 0, "loss": 0.0, "t0": time.time(), "batches0": p.batch_in_epoch}
+        clocks = {"saved": time.time(), "logged": time.time()}
 
         def on_step(loss: float, tokens: int) -> None:
             seen["tokens"] += tokens
@@ -390,6 +398,14 @@ class Trainer:
             bar.update(a.accum)
             bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", lr=f"{self._lr():.2e}")
             self.last_loss, self.last_rate = seen["loss"] / seen["tokens"], rate   # this session's epoch mean
+            now = time.time()
+            if a.no_progress and a.log_every and now - clocks["logged"] > a.log_every * 60 and self.rt.main:
+                clocks["logged"] = now
+                print(self.progress_line(seen, len(batches)), file=sys.stderr, flush=True)
+            if a.save_every and now - clocks["saved"] > a.save_every * 60 and self.rt.main \
+                    and p.batch_in_epoch < len(batches):
+                clocks["saved"] = now
+                self.save_state(start)
 
         def should_stop() -> bool:
             return bool(a.max_steps and p.step >= a.max_steps) or self.out_of_time(start)
@@ -398,6 +414,16 @@ class Trainer:
             return train_epoch(batches, p, self.train_step, a.accum, should_stop, on_step)
         finally:
             bar.close()
+
+    def progress_line(self, seen: dict[str, float], n_batches: int) -> str:
+        """One line for a log file: where the run is and how long the epoch has left."""
+        p, a = self.progress, self.args
+        spent = time.time() - seen["t0"]
+        done = p.batch_in_epoch - seen["batches0"]
+        left = (n_batches - p.batch_in_epoch) * spent / max(done, 1)
+        return (f"{time.strftime('%H:%M:%S')} epoch {p.epoch + 1}/{a.epochs} batch {p.batch_in_epoch}/{n_batches} "
+                f"step {p.step} loss {seen['loss'] / max(seen['tokens'], 1):.3f} "
+                f"tok/s {seen['tokens'] / max(spent, 1e-6):,.0f} lr {self._lr():.2e} epoch left {left / 60:.0f} min")
 
     def _lr(self) -> float:
         p = self.progress
