@@ -1,6 +1,6 @@
 """Add a Marian (OPUS-MT) model by its Hugging Face name, from the sidebar: fetched (or read from
-the local Hugging Face cache when offline) and converted into the user's checkpoints (model/hub.py,
-model/convert.py), then chosen. Only hub names are taken here, never a path on the server."""
+the local Hugging Face cache when offline) and converted into the user's checkpoints (model/storage/hub.py,
+model/storage/convert.py), then chosen. Only hub names are taken here, never a path on the server."""
 from __future__ import annotations
 
 import streamlit as st
@@ -8,8 +8,8 @@ import streamlit as st
 from app import resources, state
 from app.settings import CHECKPOINT
 from i18n import N_, _
-from model import hub
-from model.convert import ConvertError
+from model.storage import hub
+from model.storage.convert import ConvertError
 
 HELP = N_("A MarianMT model of the Hugging Face hub (OPUS-MT: Helsinki-NLP/opus-mt-SRC-TGT) is converted into this "
           "project's format and opens like the shipped models. Offline, it is read from the Hugging Face cache.")

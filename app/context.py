@@ -33,11 +33,11 @@ from app import resources, state
 from app.settings import Settings
 from app.state import StepCursor
 from i18n import language
-from model.attribution import Attribution
-from model.checkpoint import Checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import Explanation
-from model.trace import Recording, Trace
+from model.analysis.attribution import Attribution
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import Explanation
+from model.network.trace import Recording, Trace
+from model.storage.checkpoint import Checkpoint
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Context:
 
     def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
                     gradients: bool = True) -> Attribution:
-        """What each token of the translation used (model/attribution), computed once per process;
+        """What each token of the translation used (model/analysis/attribution), computed once per process;
         gradients=False: only the attention methods and ALTI+ (one traced pass)."""
         return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress,
                                          gradients)

@@ -32,7 +32,7 @@ from app.views import (
     stepper,
 )
 from i18n import N_, _
-from model.checkpoint import CheckpointError
+from model.storage.checkpoint import CheckpointError
 from serving.admission import Waiting
 
 

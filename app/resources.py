@@ -16,14 +16,13 @@ import torch
 
 from figures import Display
 from i18n import _
-from model import heads, hub, places
-from model.attribution import Attribution, attribute
-from model.checkpoint import Checkpoint, load_checkpoint
-from model.convert import import_marian
-from model.decoding import DecodeOptions, DecodeResult
-from model.heads import HeadStatistics
-from model.heads import store as heads_store
-from model.pipeline import (
+from model.analysis import heads
+from model.analysis.attribution import Attribution, attribute
+from model.analysis.heads import HeadStatistics
+from model.analysis.heads import store as heads_store
+from model.inference.decoding import DecodeResult
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import (
     SCORES,
     Explanation,
     decode_many,
@@ -33,7 +32,10 @@ from model.pipeline import (
     knockout_effects,
     source_ids,
 )
-from model.trace import Recording, Trace
+from model.network.trace import Recording, Trace
+from model.storage import hub, places
+from model.storage.checkpoint import Checkpoint, load_checkpoint
+from model.storage.convert import import_marian
 from serving import classroom
 from serving.admission import Gate
 from serving.batching import Batcher
@@ -57,7 +59,7 @@ def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
 
 
 def checkpoints_dir() -> Path:
-    """Where new checkpoints go (the lab's, converted ones): the user's directory (model/places.py)."""
+    """Where new checkpoints go (the lab's, converted ones): the user's directory (model/storage/places.py)."""
     return config().checkpoints
 
 
@@ -137,7 +139,7 @@ def _attributions() -> Once[Attribution]:
 
 def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated: bool,
                     on_progress: Callable[[int, int], None] | None = None, gradients: bool = True) -> Attribution:
-    """Every attribution method's reading of a translation (model/attribution) of `ckpt`, whose
+    """Every attribution method's reading of a translation (model/analysis/attribution) of `ckpt`, whose
     explanation `ex` is known by `key` (checkpoint path, text, options); integrated: with integrated
     gradients (seconds; on_progress(done, total) per token, for the session that computes). Once per
     process: a class on one link waits for one computation."""
@@ -152,7 +154,7 @@ def attribution_ready(key: Hashable, integrated: bool) -> bool:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def weights_fingerprint(path: str) -> str:
-    """The fingerprint of a checkpoint's weights (model/heads), once per process (~0.04 s)."""
+    """The fingerprint of a checkpoint's weights (model/analysis/heads), once per process (~0.04 s)."""
     return heads.fingerprint(get_checkpoint(path).model)
 
 

@@ -12,9 +12,9 @@ import streamlit as st
 from app import polls, resources, state
 from app.settings import TEXT, Settings
 from i18n import N_, _, ngettext, num
-from model.attribution import attribution_json
-from model.checkpoint import Checkpoint
-from model.pipeline import Explanation, InputError, explanation_json
+from model.analysis.attribution import attribution_json
+from model.inference.pipeline import Explanation, InputError, explanation_json
+from model.storage.checkpoint import Checkpoint
 
 # Presets that show known effects (labels say which): image captions like the Multi30K training data,
 # and everyday sentences like Tatoeba's. tests/test_shipped.py holds what the shipped models make of them.
@@ -127,7 +127,7 @@ def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation 
 
 
 def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
-    """Whether to trust the translation: calibrated on val (model/calibrate.py), with its reasons."""
+    """Whether to trust the translation: calibrated on val (model/commands/calibrate.py), with its reasons."""
     conf = ex.confidence(ckpt)
     reasons = conf.reasons(ex.output_pieces(ckpt))
     box = st.container(key="confidence")

@@ -24,8 +24,8 @@ import i18n
 from app import state
 from figures import Display
 from i18n import N_, _, num
-from model.checkpoint import Checkpoint, CheckpointError
-from model.decoding import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
+from model.inference.options import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
+from model.storage.checkpoint import Checkpoint, CheckpointError
 
 MAX_TEXT_CHARS = 1000
 
@@ -289,7 +289,7 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
     language_ui()
     names = [p.name for p in checkpoints]
     name = selectbox(st.sidebar, CHECKPOINT, _("Checkpoint"), names, default=default,
-                     help=_("the shipped models and your own (model/places.py says where they live)"))
+                     help=_("the shipped models and your own (model/storage/places.py says where they live)"))
     if below_checkpoint is not None:
         below_checkpoint()
     chosen = checkpoints[names.index(name)]

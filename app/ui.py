@@ -16,8 +16,8 @@ from streamlit.delta_generator import DeltaGenerator
 from app.settings import Settings, chosen_language
 from figures import describe
 from i18n import _, language, use
-from model.readings import matrix_csv
-from model.trace import Trace
+from model.analysis.readings import matrix_csv
+from model.network.trace import Trace
 
 # WCAG AA for every text: Streamlit draws captions in a faded grey (#828180 on white: 3.9:1, where
 # axe-core's colour-contrast rule wants 4.5:1); this grey, unfaded, gives 6.5:1 on white and 5.8:1 on

@@ -14,10 +14,10 @@ import time
 import numpy as np
 import torch
 
-from model.attribution import attribute
-from model.checkpoint import load_checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import decode_many, source_ids
+from model.analysis.attribution import attribute
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import decode_many, source_ids
+from model.storage.checkpoint import load_checkpoint
 
 SENTENCES = [
     "A man in a blue shirt and a black hat is playing the guitar on a busy street corner.",

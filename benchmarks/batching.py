@@ -18,9 +18,9 @@ import time
 import torch
 
 from benchmarks.class_load import SENTENCES
-from model.checkpoint import load_checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import decode_many, explain_decoded, source_ids
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import decode_many, explain_decoded, source_ids
+from model.storage.checkpoint import load_checkpoint
 from serving.batching import Batcher
 
 

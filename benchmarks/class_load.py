@@ -152,9 +152,9 @@ def summary(n: int, runs: list[Run], cores: float, expected: dict[str, str]) -> 
 
 def expected_translations(checkpoint: str, texts: list[str]) -> dict[str, str]:
     """What the app's default decoding (beam 4, the model's own alpha) gives for each sentence."""
-    from model.checkpoint import load_checkpoint
-    from model.decoding import DecodeOptions
-    from model.pipeline import translate
+    from model.inference.options import DecodeOptions
+    from model.inference.pipeline import translate
+    from model.storage.checkpoint import load_checkpoint
     ckpt = load_checkpoint(checkpoint)
     return dict(zip(texts, translate(ckpt, texts, DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha))))
 

@@ -23,11 +23,11 @@ import random
 import sys
 from pathlib import Path
 
-from model.calibrate import split_spec
-from model.checkpoint import load_checkpoint
-from model.data import group_references, read_parallel
-from model.decoding import DecodeOptions
-from model.pipeline import explain
+from model.commands.calibrate import split_spec
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import explain
+from model.storage.checkpoint import load_checkpoint
+from model.training.data import group_references, read_parallel
 
 COLUMNS = ("set", "source", "translation", "references", "p_wrong", "flagged", "judgment")
 

@@ -22,12 +22,14 @@ from dataclasses import replace
 import torch
 
 from benchmarks.common import alternate, machine, ratio_line
-from model.checkpoint import load_checkpoint
-from model.data import Example, collate, read_parallel
-from model.decoding import DecodeOptions, decode, output_log_probs
-from model.layers import DecoderCache
-from model.pipeline import source_ids
-from model.transformer import Transformer
+from model.inference.decoding import decode, output_log_probs
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import source_ids
+from model.network.batch import Example, collate
+from model.network.layers import DecoderCache
+from model.network.transformer import Transformer
+from model.storage.checkpoint import load_checkpoint
+from model.training.data import read_parallel
 
 
 def latency(model: Transformer, srcs: list[torch.Tensor]) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from benchmarks.common import machine
-from model.lab import LabRun, LabSettings
+from model.training.lab import LabRun, LabSettings
 
 EXPERIMENTS: dict[str, dict] = {
     "base": {},

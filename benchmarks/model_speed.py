@@ -18,8 +18,8 @@ from torch import nn
 
 from benchmarks.common import alternate, machine, ratio_line
 from model import Recording, Trace
-from model.config import preset
-from model.transformer import Transformer
+from model.network.config import preset
+from model.network.transformer import Transformer
 
 
 class TorchReference(nn.Module):

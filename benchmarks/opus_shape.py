@@ -22,10 +22,11 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import alternate, machine, ratio_line
-from model.checkpoint import load_checkpoint
-from model.convert import import_marian
-from model.decoding import DecodeOptions, decode
-from model.pipeline import source_ids
+from model.inference.decoding import decode
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import source_ids
+from model.storage.checkpoint import load_checkpoint
+from model.storage.convert import import_marian
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "multi30k-en-de"

@@ -16,10 +16,10 @@ import time
 import torch
 
 from benchmarks.common import machine
-from model.checkpoint import Checkpoint, load_checkpoint
-from model.data import read_lines, split_file
-from model.decoding import DecodeOptions
-from model.pipeline import explain
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import explain
+from model.storage.checkpoint import Checkpoint, load_checkpoint
+from model.training.data import read_lines, split_file
 
 SETS = {"Multi30K test2016": ("multi30k", "test_2016_flickr"), "Tatoeba test": ("tatoeba-en-de", "test")}
 

@@ -18,10 +18,10 @@ import plotly.graph_objects as go
 
 from figures.common import FOLLOWS_FONT, STATUS_COLORS
 from i18n import N_, _
-from model import names
-from model.config import ModelConfig
-from model.kinds import STACKS
-from model.trace import Trace
+from model.network import names
+from model.network.config import ModelConfig
+from model.network.kinds import STACKS
+from model.network.trace import Trace
 
 # the paper's colours: embeddings pink, attention orange, Add & Norm yellow, FFN blue, output purple
 COLOURS = {"embed": "#f7c6d0", "pe": "#ffffff", "attn": "#f9d9a8", "norm": "#f5f1a6", "ffn": "#c5e3f6",

@@ -67,7 +67,7 @@ def offset_profile(shares: dict[str, float], extra: dict[str, float], title: str
 
 def qk_map(queries: np.ndarray, keys: np.ndarray, query_labels: Sequence[str], key_labels: Sequence[str],
            title: str) -> go.Figure:
-    """One head's sampled queries and keys on one plane (model/heads/qkmap.py): circles for queries,
+    """One head's sampled queries and keys on one plane (model/analysis/heads/qkmap.py): circles for queries,
     diamonds for keys (shape and colour both tell them apart), the token and its sentence on hover."""
     fig = go.Figure()
     for name, one, xy, text, color, symbol in ((_("queries"), _("query"), queries, query_labels, QUERY_COLOR, "circle"),

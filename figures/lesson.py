@@ -15,14 +15,14 @@ import torch
 
 import figures
 from i18n import N_, _, num
-from model import names
-from model.attribution import attribute
-from model.attribution.attention import method_key
-from model.checkpoint import Checkpoint
-from model.confidence import LOW_TOKEN_PROB
-from model.decoding import output_log_probs
-from model.pipeline import Explanation, token_probabilities
-from model.stream import SUBLAYERS, update_ratios
+from model.analysis.attribution import attribute
+from model.analysis.attribution.attention import method_key
+from model.inference.confidence import LOW_TOKEN_PROB
+from model.inference.decoding import output_log_probs
+from model.inference.pipeline import Explanation, token_probabilities
+from model.inference.stream import SUBLAYERS, update_ratios
+from model.network import names
+from model.storage.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True)

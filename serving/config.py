@@ -2,7 +2,7 @@
 
 | variable | default | what |
 |---|---|---|
-| TRANSFORMER_CHECKPOINTS | model/places.py | the one directory of checkpoints (else the shipped and the user's) |
+| TRANSFORMER_CHECKPOINTS | model/storage/places.py | the one directory of checkpoints (else shipped + user's) |
 | TRANSFORMER_THREADS | min(2, cores) | torch threads of one app process (`make serve` divides the cores) |
 | TRANSFORMER_ADMIT | 1 | new pages drawn at once per process (serving/admission.py) |
 | TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from model import places
+from model.storage import places
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,8 +55,8 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
 @dataclass(frozen=True)
 class ServingConfig:
     """The table above, one field per variable (defaults for a 2-core machine)."""
-    checkpoints: Path = ROOT / "checkpoints"   # where new checkpoints go (model/places.py: user_dir)
-    search: tuple[Path, ...] = ()               # where checkpoints are found (model/places.py: search_dirs)
+    checkpoints: Path = ROOT / "checkpoints"   # where new checkpoints go (model/storage/places.py: user_dir)
+    search: tuple[Path, ...] = ()               # where checkpoints are found (model/storage/places.py: search_dirs)
     threads: int = 2                  # torch threads of an app process
     admit: int = 1                    # heavy page runs at once
     max_waiting: int = 60             # students in line before the next is turned away

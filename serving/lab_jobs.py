@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from model.lab import LabRun, LabSettings
+from model.training.lab import LabRun, LabSettings
 
 ALIVE_CHECK_S = 0.5
 PROGRESS_EVERY_S = 0.2

@@ -41,7 +41,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from model import command
+from model.commands import registry as command
 from serving.config import streamlit_flags
 from serving.warmup import warm_blocking
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.tokenizer import Tokenizer
+from model.network.tokenizer import Tokenizer
 from tests.support import CHROMIUM, sentences, tiny_model
 
 # Tiny models gain nothing from threads, and one thread keeps a shared 2-core machine usable.
@@ -22,7 +22,7 @@ def tokenizer() -> Tokenizer:
 def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
     """A checkpoints/ directory holding one tiny untrained en->de checkpoint whose EOS
     embedding is zeroed, so it talks (up to the length limit) instead of stopping at once."""
-    from model.checkpoint import save_checkpoint
+    from model.storage.checkpoint import save_checkpoint
     root = tmp_path_factory.mktemp("checkpoints")
     m = tiny_model(tokenizer.vocab_size, seed=1)
     with torch.no_grad():

@@ -20,9 +20,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import save_checkpoint
-from model.config import preset
-from model.transformer import Transformer
+from model.network.config import preset
+from model.network.transformer import Transformer
+from model.storage.checkpoint import save_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 

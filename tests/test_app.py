@@ -188,7 +188,7 @@ def test_model_card_view(at, app_checkpoints):
     tables = at.dataframe
     params = tables[1].value
     assert params.iloc[-1]["component"] == "total"
-    from model.checkpoint import load_checkpoint
+    from model.storage.checkpoint import load_checkpoint
     total = load_checkpoint(app_checkpoints / "multi30k-en-de").model.num_parameters()
     assert params.iloc[-1]["parameters"] == f"{total:,}"
 
@@ -244,14 +244,14 @@ def test_knocking_out_a_whole_layer_changes_the_output(at):
 
 
 def test_matrix_csv_keeps_repeated_tokens_apart():
-    from model.readings import matrix_csv
+    from model.analysis.readings import matrix_csv
     text = matrix_csv(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "a"], ["x", "<b>"])
     assert text.splitlines() == [",0:x,1:<b>", "0:a,0.25,0.75", "1:a,1,0"]
 
 
 def test_tree_until_places_kept_finished_and_pruned_candidates():
-    from model.decoding import Candidate, StepRecord
-    from model.readings import tree_until
+    from model.analysis.readings import tree_until
+    from model.inference.decoding import Candidate, StepRecord
 
     def cand(parent: int, token: int, status: str) -> Candidate:
         return Candidate(parent, token, -1.0, -1.0, -1.0, status)
@@ -277,9 +277,9 @@ def test_tree_until_places_kept_finished_and_pruned_candidates():
 def test_the_knockout_page_opens_on_every_heads_effect(at, app_checkpoints):
     """By default: a grid of every head alone and every whole layer switched off; the
     whole-layer cell of the decoder's cross-attention matches a knockout computed apart."""
-    from model.checkpoint import load_checkpoint
-    from model.decoding import DecodeOptions
-    from model.pipeline import explain, head_names, log_probability
+    from model.inference.options import DecodeOptions
+    from model.inference.pipeline import explain, head_names, log_probability
+    from model.storage.checkpoint import load_checkpoint
     goto(at, "knockout")
     assert not at.exception
     spec = charts(at)["ko_grid"]

@@ -1,4 +1,4 @@
-"""Attribution (model/attribution): each method is what it says it is.
+"""Attribution (model/analysis/attribution): each method is what it says it is.
 
 Exact decompositions (value norms, ALTI+), shares that sum to 1, completeness of integrated
 gradients on the shipped model, agreement with Captum, and a model built by hand to copy one
@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 import torch
 
-from model import names
-from model.attribution import RECORDING, attribute, attribution_json, raw_attention, traced_pass, value_norm
-from model.attribution.alti import AltiUnavailable, alti_plus, contributions, decompose
-from model.attribution.attention import value_vectors, weighted_terms
-from model.attribution.faithfulness import comprehensiveness, erased_log_probs, random_ranking
-from model.attribution.gradients import Pass, gauss_legendre, gradient_x_input, integrated_gradients
-from model.checkpoint import Checkpoint, load_checkpoint
-from model.config import ModelConfig
-from model.pipeline import explain, source_ids
-from model.tasks import word_tokenizer
-from model.trace import Trace
-from model.transformer import Transformer
+from model.analysis.attribution import RECORDING, attribute, attribution_json, traced_pass
+from model.analysis.attribution.alti import AltiUnavailable, alti_plus, contributions, decompose
+from model.analysis.attribution.attention import raw_attention, value_norm, value_vectors, weighted_terms
+from model.analysis.attribution.faithfulness import comprehensiveness, erased_log_probs, random_ranking
+from model.analysis.attribution.gradients import Pass, gauss_legendre, gradient_x_input, integrated_gradients
+from model.inference.pipeline import explain, source_ids
+from model.network import names
+from model.network.config import ModelConfig
+from model.network.trace import Trace
+from model.network.transformer import Transformer
+from model.storage.checkpoint import Checkpoint, load_checkpoint
+from model.training.tasks import word_tokenizer
 from tests.support import ROOT, tiny_model
 
 SHIPPED = ROOT / "checkpoints" / "multi30k-en-de"
@@ -151,7 +151,7 @@ def test_gradients_equal_captum(shipped):
     ours_gxi = gradient_x_input(model, p)
     steps = 12
     ours_ig = integrated_gradients(model, p, steps=steps, adaptive=False)
-    from model.attribution.gradients import token_log_probs
+    from model.analysis.attribution.gradients import token_log_probs
     for t in (0, len(out) // 2, len(out)):
         def forward(s_emb, t_emb, t=t):
             return token_log_probs(model, p, s_emb, t_emb, torch.full((s_emb.size(0),), t))
@@ -248,7 +248,7 @@ def test_copy_model_erasing_the_top_token_costs_most():
 
 
 def test_attribution_json_and_the_command_line(shipped, tmp_path, capsys):
-    from model.attribution.__main__ import main
+    from model.commands.attribution import main
     out = tmp_path / "a.json"
     assert main(["--checkpoint", str(SHIPPED), "--text", "I love pizza.", "--out", str(out), "--no-integrated"]) == 0
     d = json.loads(out.read_text())
@@ -298,7 +298,7 @@ def test_the_cli_is_named_in_the_readme():
 
 
 def test_faithfulness_summary_is_the_same_with_threads(tiny):
-    from model.attribution.faithfulness import RANDOM, evaluate
+    from model.analysis.attribution.faithfulness import RANDOM, evaluate
     texts = ["the dog runs", "", "a red ball in the park", "the man sits"]
     one, two = evaluate(tiny, texts, workers=1), evaluate(tiny, texts, workers=2)
     assert one.sentences == 3 and one.tokens == two.tokens
@@ -310,7 +310,7 @@ def test_the_quadrature_knows_each_cells_error_and_refines_where_it_is():
     """f(a) = log p along a path with a sudden step near a = 0.7 (a logistic), its derivative as the
     one attribution column: each cell's error is exactly width x f'(mid) - (f(right) - f(left)), and
     splitting the worst cells reaches 1 % with far fewer points than splitting every cell."""
-    from model.attribution.gradients import adaptive_edges, on_scan
+    from model.analysis.attribution.gradients import adaptive_edges, on_scan
     f = lambda a: 6.0 / (1.0 + np.exp(-(a - 0.7) * 80.0))                 # noqa: E731
     df = lambda a: 80.0 * f(a) * (1.0 - f(a) / 6.0)                      # noqa: E731
     path = f(np.linspace(0.0, 1.0, 65))

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import write_config_entry
+from model.storage.checkpoint import write_config_entry
 from tests.support import APP, goto, page_of
 
 MEASURED = {"sentences": 500, "tokens": 6000, "split": "test_2016_flickr", "data": "x",

@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-from model.checkpoint import Checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import decode_many, explain, explain_decoded, source_ids
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import decode_many, explain, explain_decoded, source_ids
+from model.storage.checkpoint import Checkpoint
 from serving.batching import Batcher
 from tests.support import sentences, tiny_model
 

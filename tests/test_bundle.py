@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from model.checkpoint import save_checkpoint
+from model.storage.checkpoint import save_checkpoint
 from serving.warmup import warm_blocking
 from tests.support import ROOT, free_port, tiny_model, wait_healthy
 from transformer_explained import bundle, install_bundle

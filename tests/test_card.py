@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from model.card import add_eval_report, corpora, read_eval_reports, render_card
+from model.storage.card import add_eval_report, corpora, read_eval_reports, render_card
 from tests.support import make_checkpoint
 
 

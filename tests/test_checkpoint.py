@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, load_checkpoint
-from model.places import find_checkpoints
+from model.storage.checkpoint import CheckpointError, load_checkpoint
+from model.storage.places import find_checkpoints
 from tests.support import make_checkpoint, random_batch
 
 

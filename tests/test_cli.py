@@ -150,9 +150,9 @@ def _shape(x) -> tuple:
 def test_tune_stores_the_best_alpha_that_the_clis_then_use(tokenizer, tmp_path):
     import argparse
 
-    from model.card import render_card
-    from model.checkpoint import load_checkpoint
-    from model.cli import add_decode_args, decode_options
+    from model.commands.shared import add_decode_args, decode_options
+    from model.storage.card import render_card
+    from model.storage.checkpoint import load_checkpoint
     from tests.support import sentences
     ck, data = tmp_path / "ck", tmp_path / "data"
     make_checkpoint(tokenizer, ck)
@@ -179,12 +179,12 @@ def test_tune_stores_the_best_alpha_that_the_clis_then_use(tokenizer, tmp_path):
 def test_tune_refuses_to_choose_on_a_test_split(ckpt_dir):
     done = run("model.tune", "--checkpoint", str(ckpt_dir), "--split", "test_2016_flickr", "--write")
     assert done.returncode == 2 and "validation split" in done.stderr and "Traceback" not in done.stderr
-    from model.tune import _alphas  # argparse turns this into a usage error
+    from model.commands.tune import _alphas  # argparse turns this into a usage error
     with pytest.raises(argparse.ArgumentTypeError, match="from 0 to 5"):
         _alphas("1,6")
 
 
 def test_tune_picks_the_highest_bleu_and_the_smaller_alpha_on_a_tie():
-    from model.tune import Trial, best
+    from model.commands.tune import Trial, best
     trials = [Trial(a, b, 1.0, 1.0, "") for a, b in ((0.6, 30.0), (1.0, 31.0), (1.4, 31.0), (2.0, 29.0))]
     assert best(trials).alpha == 1.0

@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
-from model.calibrate import Judged, best_threshold, fit, report
-from model.calibrate import main as calibrate_main
-from model.checkpoint import load_checkpoint
-from model.confidence import Calibration, assess, familiar_words_text, features, unseen_words, words
-from model.pipeline import explain
+from model.commands.calibrate import Judged, best_threshold, fit, report
+from model.commands.calibrate import main as calibrate_main
+from model.inference.confidence import Calibration, assess, familiar_words_text, features, unseen_words, words
+from model.inference.pipeline import explain
+from model.storage.checkpoint import load_checkpoint
 from tests.support import ROOT, make_checkpoint
 
 

@@ -11,17 +11,16 @@ import torch
 from torch import Tensor
 
 from model import Trace
-from model.decoding import (
-    DecodeOptions,
+from model.inference.decoding import (
     beam_step,
     decode,
     forced_decode,
     greedy_batch,
-    max_output_length,
     repeating_tokens,
     sampling_distribution,
 )
-from model.layers import DecoderCache
+from model.inference.options import DecodeOptions, max_output_length
+from model.network.layers import DecoderCache
 from tests.support import random_batch, tiny_model
 
 V = 40

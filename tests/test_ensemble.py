@@ -6,11 +6,12 @@ import pytest
 import torch
 
 from model import Trace
-from model.checkpoint import save_checkpoint
-from model.decoding import DecodeOptions, decode, output_log_probs
-from model.ensemble import Ensemble
-from model.tokenizer import Tokenizer
-from model.translate import main as translate_main
+from model.commands.translate import main as translate_main
+from model.inference.decoding import decode, output_log_probs
+from model.inference.ensemble import Ensemble
+from model.inference.options import DecodeOptions
+from model.network.tokenizer import Tokenizer
+from model.storage.checkpoint import save_checkpoint
 from tests.support import random_batch, sentences, tiny_model
 
 V = 40

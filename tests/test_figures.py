@@ -86,7 +86,7 @@ def test_the_display_is_applied_in_one_place():
     assert CONTRAST_COLORSCALE == "Viridis"
     assert [a.font.size for a in grid.layout.annotations] == [16] * 4            # grid titles keep their size
     from figures import diagram
-    from model.config import preset
+    from model.network.config import preset
     cfg = preset("tiny", src_vocab_size=40, tgt_vocab_size=40)
     plain = Display().apply(diagram.model_diagram(cfg, {}, {}))
     large = projector.apply(diagram.model_diagram(cfg, {}, {}, large=True))

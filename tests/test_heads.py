@@ -1,4 +1,4 @@
-"""Every head across a set (model/heads): the measures on attention built by hand, a one-sentence
+"""Every head across a set (model/analysis/heads): the measures on attention built by hand, a one-sentence
 set against that sentence's own trace, the knockout cost against the knockout page's number, the
 file's versioning, the query/key map's invariances, bad input, and the command-line tool."""
 from __future__ import annotations
@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 import torch
 
-from model import heads
-from model.checkpoint import load_checkpoint
-from model.decoding import DecodeOptions
-from model.heads import StatisticsError, compute, fingerprint, read_set, sentence_set
-from model.heads.__main__ import main as cli_main
-from model.heads.measures import MEASURES, Rows, Totals, is_punctuation
-from model.heads.qkmap import joint_map
-from model.heads.roles import RULES, role
-from model.heads.store import current, from_json, load, load_or_compute, save, to_json
-from model.kinds import kind as attention_kind
-from model.pipeline import explain, knockout_effects
+from model.analysis import heads
+from model.analysis.heads import StatisticsError, compute, fingerprint, read_set, sentence_set
+from model.analysis.heads.measures import MEASURES, Rows, Totals, is_punctuation
+from model.analysis.heads.qkmap import joint_map
+from model.analysis.heads.roles import RULES, role
+from model.analysis.heads.store import current, from_json, load, load_or_compute, save, to_json
+from model.commands.heads import main as cli_main
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import explain, knockout_effects
+from model.network.kinds import kind as attention_kind
+from model.storage.checkpoint import load_checkpoint
 from tests.support import make_checkpoint, sentences
 
 GREEDY = DecodeOptions("greedy", record_steps=True)

@@ -10,10 +10,10 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import load_checkpoint
-from model.decoding import DecodeOptions
-from model.heads import FILE, compute, sentence_set
-from model.heads.store import save, to_json
+from model.analysis.heads import FILE, compute, sentence_set
+from model.analysis.heads.store import save, to_json
+from model.inference.options import DecodeOptions
+from model.storage.checkpoint import load_checkpoint
 from tests.support import APP, goto, page_of, sentences
 
 
@@ -89,7 +89,7 @@ def test_a_file_of_other_weights_is_not_shown(with_file, checkpoints):
 
 def test_statistics_that_cannot_be_saved_stay_for_the_process(checkpoints, monkeypatch):
     """A checkpoint directory the server may not write: the page keeps what it computed."""
-    from model.heads import store
+    from model.analysis.heads import store
 
     def refuse(stats, path):
         raise PermissionError(13, "Permission denied")

@@ -12,15 +12,15 @@ import time
 import pytest
 import torch
 
-from model import tasks
-from model.checkpoint import load_checkpoint
-from model.config import ModelConfig
-from model.decoding import greedy_batch
-from model.lab import LabRun, LabSettings
-from model.layers import EncoderLayer
-from model.tasks import TaskSpec
-from model.trace import Recording, Trace
-from model.training import Schedule, StepSettings, loss_and_tokens, own_predictions, train_step
+from model.inference.decoding import greedy_batch
+from model.network.config import ModelConfig
+from model.network.layers import EncoderLayer
+from model.network.trace import Recording, Trace
+from model.storage.checkpoint import load_checkpoint
+from model.training import tasks
+from model.training.lab import LabRun, LabSettings
+from model.training.loop import Schedule, StepSettings, loss_and_tokens, own_predictions, train_step
+from model.training.tasks import TaskSpec
 from serving.lab_jobs import Scheduler
 from tests.support import ROOT, random_batch, tiny_model
 

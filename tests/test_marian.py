@@ -1,4 +1,4 @@
-"""Marian interop (model/convert.py) against `transformers` itself, offline: a small random
+"""Marian interop (model/storage/convert.py) against `transformers` itself, offline: a small random
 MarianMTModel built from a MarianConfig, with sentencepiece models trained here, imported
 into our format must give the same logits, attention, greedy and beam outputs; our own
 checkpoints exported to Marian must give the same logits and translations in
@@ -14,10 +14,12 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from model.checkpoint import load_checkpoint
-from model.convert import ConvertError, export_marian, import_marian, main
-from model.decoding import DecodeOptions, decode, max_output_length
-from model.trace import Trace
+from model.commands.convert import main
+from model.inference.decoding import decode
+from model.inference.options import DecodeOptions, max_output_length
+from model.network.trace import Trace
+from model.storage.checkpoint import load_checkpoint
+from model.storage.convert import ConvertError, export_marian, import_marian
 from tests.support import ROOT, make_checkpoint, sentences
 
 transformers = pytest.importorskip("transformers", reason="the optional extra is not installed: pip install -e '.[hf]'")
@@ -174,11 +176,11 @@ def trained_marian(tokenizer, tmp_path_factory):
     """A Marian-shaped model of ours (swish, halves PE, logits bias, <pad> as the start
     symbol) trained briefly to reverse word sequences, so its beams finish at varied
     lengths; exported to a Marian directory."""
-    from model.checkpoint import save_checkpoint
-    from model.config import preset
-    from model.data import Example, collate
-    from model.training import StepSettings, train_step
-    from model.transformer import Transformer
+    from model.network.batch import Example, collate
+    from model.network.config import preset
+    from model.network.transformer import Transformer
+    from model.storage.checkpoint import save_checkpoint
+    from model.training.loop import StepSettings, train_step
     cfg = preset("tiny", src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size, bos_id=0,
                  activation="swish", pe_layout="halves", logits_bias=True)
     torch.manual_seed(0)
@@ -268,7 +270,7 @@ def test_every_page_works_on_an_imported_model(ours, monkeypatch):
 
 def test_every_head_of_an_imported_model_across_a_set(ours):
     """Marian's start symbol is <pad>: the statistics must not take it for padding."""
-    from model.heads import compute, sentence_set
+    from model.analysis.heads import compute, sentence_set
     stats = compute(ours, sentence_set(ours, [*TEXTS, "", "the dog " * 40], "marian"),
                     DecodeOptions("greedy"), knockout_sentences=2, agreement_sentences=2)
     assert len(stats.sentences) == 3 and len(stats.skipped) == 2
@@ -319,7 +321,7 @@ def test_a_model_is_opened_by_its_name_from_the_cache_offline(offline_cache, our
 
 
 def test_what_cannot_be_had_by_name_is_said(offline_cache, marian_dir, monkeypatch, capsys):
-    from model import hub
+    from model.storage import hub
     assert main(["from-hf", "tiny-nlp/opus-mt-en-fr"]) == 2                  # not in the cache, offline
     assert "not in the local Hugging Face cache" in capsys.readouterr().err
     hub_cache(offline_cache, "tiny-nlp/pickled", {"config.json": (marian_dir / "config.json").read_bytes(),

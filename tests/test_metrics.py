@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import sacrebleu
 
-from model.data import group_references
-from model.metrics import corpus_scores, reference_streams
+from model.training.data import group_references
+from model.training.metrics import corpus_scores, reference_streams
 
 HYPS = ["the cat sits on the mat .", "a dog runs in the park .", "I love pizza ."]
 REFS = [["the cat is on the mat .", "the cat sits on the mat ."],

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import model.layers as layers
+import model.network.layers as layers
 from model import Recording, Trace
-from model.config import ModelConfig, preset
-from model.masks import causal_mask, decoder_self_mask, padding_mask
+from model.network.config import ModelConfig, preset
+from model.network.masks import causal_mask, decoder_self_mask, padding_mask
 from tests.support import random_batch, tiny_model
 
 V = 40
@@ -264,8 +264,8 @@ def test_head_knockout():
 
 def test_one_batched_pass_of_row_knockouts_equals_each_knockout_alone(tokenizer):
     """knockout_effects switches off a different head in every batch row (RowKnockout)."""
-    from model.checkpoint import Checkpoint
-    from model.pipeline import head_names, knockout_effects, log_probability
+    from model.inference.pipeline import head_names, knockout_effects, log_probability
+    from model.storage.checkpoint import Checkpoint
     ckpt = Checkpoint(tiny_model(tokenizer.vocab_size, seed=3), tokenizer, tokenizer)
     source, output = [5, 9, 14, 3], [7, 11, 8]
     effects = knockout_effects(ckpt, source, output, rows_per_pass=5)      # several passes, a ragged last one

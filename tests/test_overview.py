@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from figures import diagram
 from figures.common import STATUS_COLORS
-from model.config import preset
-from model.trace import Recording, Trace
+from model.network.config import preset
+from model.network.trace import Recording, Trace
 from tests.support import APP, array, goto, link_of, page_of, random_batch, tiny_model
 
 
@@ -141,9 +141,9 @@ def test_a_lesson_link_opens_its_step(app_checkpoints, monkeypatch):
 
 def test_the_cost_step_counts_this_sentences_scores():
     from figures.lesson import STEPS, LessonData
-    from model.checkpoint import Checkpoint
-    from model.pipeline import explain
-    from model.tokenizer import Tokenizer
+    from model.inference.pipeline import explain
+    from model.network.tokenizer import Tokenizer
+    from model.storage.checkpoint import Checkpoint
     from tests.support import sentences
     tok = Tokenizer.train(sentences(200), vocab_size=40)
     ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)
@@ -156,9 +156,9 @@ def test_the_cost_step_counts_this_sentences_scores():
 
 def test_the_confidence_step_shows_the_probability_of_every_output_token():
     from figures.lesson import STEPS, LessonData
-    from model.checkpoint import Checkpoint
-    from model.pipeline import explain
-    from model.tokenizer import Tokenizer
+    from model.inference.pipeline import explain
+    from model.network.tokenizer import Tokenizer
+    from model.storage.checkpoint import Checkpoint
     from tests.support import sentences
     tok = Tokenizer.train(sentences(200), vocab_size=40)
     ckpt = Checkpoint(tiny_model(tok.vocab_size), tok, tok)

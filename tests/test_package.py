@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from model import places
+from model.storage import places
 from tests.support import ROOT
 from transformer_explained.bundle import build_project_wheel
 from transformer_explained.cli import COMMANDS, main
@@ -72,7 +72,7 @@ def test_the_wheel_carries_the_code_the_models_and_the_settings(wheel):
         for f in ("config.json", "model.safetensors", "spm.model", "head_statistics.json", "README.md"):
             assert f"transformer_explained/checkpoints/{name}/{f}" in names
     assert "transformer_explained/streamlit/config.toml" in names and "app/main.py" in names
-    assert "model/heads/measures.py" in names and "figures/heads.py" in names
+    assert "model/analysis/heads/measures.py" in names and "figures/heads.py" in names
     assert not any(n.startswith("tests/") for n in names)
     assert wheel.stat().st_size < 40 * 2**20
 

@@ -188,7 +188,7 @@ def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_pat
     """A checkpoint tuned for alpha 3.4 (config.json "decoding") opens with 3.4 and a link
     without alpha; switching to a model without one moves an untouched slider to 0.6; a
     moved slider stays, and its value is in the link."""
-    from model.checkpoint import save_checkpoint, write_decoding
+    from model.storage.checkpoint import save_checkpoint, write_decoding
     from tests.support import tiny_model
     m = tiny_model(tokenizer.vocab_size, seed=1)
     for name, langs in (("multi30k-en-de", ("en", "de")), ("multi30k-de-en", ("de", "en"))):

@@ -119,9 +119,9 @@ def test_static_files_come_gzipped_and_from_the_proxys_cache(proxy):
 def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
     """Twelve students at once, each with their own sentence, on both processes: each
     page run shows that student's own translation."""
-    from model.checkpoint import load_checkpoint
-    from model.decoding import DecodeOptions
-    from model.pipeline import translate
+    from model.inference.options import DecodeOptions
+    from model.inference.pipeline import translate
+    from model.storage.checkpoint import load_checkpoint
     from tests.support import sentences
     url, _ = proxy
     texts = sentences(12, seed=5)

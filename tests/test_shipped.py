@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from model.card import read_eval_reports
-from model.checkpoint import load_checkpoint
-from model.data import read_parallel
-from model.decoding import DecodeOptions
-from model.metrics import corpus_scores
-from model.pipeline import translate
-from model.places import find_checkpoints
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import translate
+from model.storage.card import read_eval_reports
+from model.storage.checkpoint import load_checkpoint
+from model.storage.places import find_checkpoints
+from model.training.data import read_parallel
+from model.training.metrics import corpus_scores
 from tests.support import MULTI30K, ROOT
 
 SHIPPED = find_checkpoints(ROOT / "checkpoints")
@@ -116,8 +116,8 @@ def test_shipped_models_know_their_training_words_and_their_confidence(name):
 @pytest.mark.parametrize("name", sorted(TARGET_BEAM4_BLEU))
 def test_shipped_models_carry_current_head_statistics(name):
     """The page opens on them: measured over all of test2016 from these very weights."""
-    from model.heads import fingerprint
-    from model.heads.store import current, default_path
+    from model.analysis.heads import fingerprint
+    from model.analysis.heads.store import current, default_path
     ckpt = load_checkpoint(ROOT / "checkpoints" / name)
     stats, why = current(default_path(ckpt.path), fingerprint(ckpt.model))
     assert stats is not None, why

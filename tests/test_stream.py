@@ -1,11 +1,11 @@
 """The residual stream, Add & Norm, the FFN and the output layer, recorded through the
-trace (opt-in) and read back by model/stream.py."""
+trace (opt-in) and read back by model/inference/stream.py."""
 from __future__ import annotations
 
 import torch
 
-from model.decoding import forced_decode, output_log_probs
-from model.stream import (
+from model.inference.decoding import forced_decode, output_log_probs
+from model.inference.stream import (
     add_and_norm_rebuilt,
     ffn_zeros,
     logit_lens,
@@ -14,7 +14,7 @@ from model.stream import (
     token_ranks,
     update_ratios,
 )
-from model.trace import Recording, Trace
+from model.network.trace import Recording, Trace
 from tests.support import random_batch, tiny_model
 
 SRC, TGT = random_batch(40, [7, 5], seed=11), random_batch(40, [6, 4], seed=12, bos=True)
@@ -112,8 +112,8 @@ def test_nearest_tokens_leave_the_token_out():
 
 
 def test_the_stream_is_exported_in_the_trace_json_only_when_recorded(tokenizer):
-    from model.checkpoint import Checkpoint
-    from model.pipeline import explain, explanation_json
+    from model.inference.pipeline import explain, explanation_json
+    from model.storage.checkpoint import Checkpoint
     ckpt = Checkpoint(tiny_model(tokenizer.vocab_size), tokenizer, tokenizer)
     plain = explanation_json(explain(ckpt, "the dog runs"), ckpt, explain.__defaults__[0])
     assert "stream" not in plain

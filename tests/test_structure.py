@@ -11,10 +11,13 @@ import sys
 
 import torch
 
-from model.kinds import ATTENTION_KINDS
-from model.trace import Trace
+from model.network.kinds import ATTENTION_KINDS
+from model.network.trace import Trace
 from tests.support import ROOT, random_batch, tiny_model
 
+# model/'s rooms, bottom to top: each imports only from its own room and the rooms below it (anywhere in
+# a module, functions included; an import only for type checking does not count)
+ROOMS = ("network", "inference", "storage", "training", "analysis", "commands")
 MAX_FUNCTION_LINES = 60
 MAX_APP_FILE_LINES = 400
 PACKAGES = ("i18n", "model", "figures", "serving", "app", "transformer_explained")
@@ -85,6 +88,49 @@ def test_layers_point_one_way():
     assert not wrong, wrong
 
 
+def _runtime_model_imports(tree: ast.AST) -> set[str]:
+    """Modules of model/ imported anywhere in a module, except under `if TYPE_CHECKING:`."""
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
+                   ast.unparse(node.test) for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {n for n in found if n.startswith("model.")}
+
+
+def test_the_model_s_rooms_import_downwards():
+    wrong = []
+    for name, tree in _modules().items():
+        parts = name.split(".")
+        if parts[0] != "model" or len(parts) < 2 or parts[1] not in ROOMS:
+            continue                                          # model/__init__.py and model/moved.py sit on top
+        for dep in _runtime_model_imports(tree):
+            room = dep.split(".")[1]
+            if room in ROOMS and ROOMS.index(room) > ROOMS.index(parts[1]):
+                wrong.append(f"{name} ({parts[1]}) imports {dep} ({room})")
+            elif room not in ROOMS:
+                wrong.append(f"{name} imports {dep}: an old path (model/moved.py), not a room")
+    assert not wrong, wrong
+
+
+def test_the_model_s_package_files_only_re_export():
+    """model/'s __init__.py files say what their room holds and re-export; the logic lives in modules."""
+    logic = []
+    for path in (ROOT / "model").rglob("__init__.py"):
+        if path.parent == ROOT / "model":
+            continue                                          # the top: lazy entry points and the old paths
+        for node in ast.parse(path.read_text()).body:
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            if not (docstring or isinstance(node, ast.Import | ast.ImportFrom)):
+                logic.append(f"{path.relative_to(ROOT)}:{node.lineno} {type(node).__name__}")
+    assert not logic, logic
+
+
 def test_only_the_app_imports_streamlit_and_every_app_module_does():
     """Streamlit's protocol buffers are the one exception: serving/protocol.py speaks them."""
     outside = [n for n, tree in _modules().items() if not n.startswith("app") and "streamlit" in _project_imports(tree)
@@ -144,7 +190,7 @@ print(len({v for m in list(sys.modules.values()) for v in [getattr(m, "Trace", N
 
 
 def test_the_trace_cli_runs_its_module_once():
-    """`python -m model.trace` once ran model/trace.py as __main__ and imported it again
+    """`python -m model.trace` once ran model/network/trace.py as __main__ and imported it again
     through its own CLI: two Trace classes in one process."""
     done = subprocess.run([sys.executable, "-c", COUNT_TRACE_CLASSES], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, env={**os.environ})

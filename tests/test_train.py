@@ -14,10 +14,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from model import training
-from model.checkpoint import load_checkpoint
-from model.decoding import DecodeOptions
-from model.pipeline import translate
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import translate
+from model.storage.checkpoint import load_checkpoint
+from model.training import loop as training
 from tests.support import MULTI30K, ROOT
 from transformer_explained import train
 
@@ -227,6 +227,6 @@ def test_cooldown_factor():
 
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30K not found at {MULTI30K}")
 def test_reads_multi30k_gz():
-    from model.data import read_parallel
+    from model.training.data import read_parallel
     src, tgt = read_parallel(MULTI30K, "val", "en", "de")
     assert len(src) == len(tgt) == 1014 and src[0] and tgt[0]

@@ -1,4 +1,4 @@
-"""model/training.py (the one training step and loop) and the weight files train.py writes."""
+"""model/training/loop.py (the one training step and loop) and the weight files train.py writes."""
 from __future__ import annotations
 
 import copy
@@ -6,9 +6,9 @@ import copy
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, load_weights, save_weights
-from model.data import Example, collate
-from model.training import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step
+from model.network.batch import Example, collate
+from model.storage.checkpoint import CheckpointError, load_weights, save_weights
+from model.training.loop import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step
 from tests.support import tiny_model
 from transformer_explained import train
 

@@ -35,8 +35,9 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from model import command, places
-from model.checkpoint import CheckpointError, load_checkpoint
+from model.commands import registry as command
+from model.storage import places
+from model.storage.checkpoint import CheckpointError, load_checkpoint
 from transformer_explained import install_bundle, version
 from transformer_explained.install_bundle import FORMAT, MANIFEST, BundleError
 

@@ -8,33 +8,24 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from model.commands.registry import COMMAND, Command
+from model.commands.registry import COMMANDS as MODEL_COMMANDS
 from transformer_explained import version
 
 PROG = "transformer-explained"
 
 
-@dataclass(frozen=True)
-class Command:
-    module: str         # whose main(argv) runs it
-    summary: str
-
-
+# the model's tools come from their registry (model/commands/registry.py, which `python -m model.NAME`
+# also reads); the commands of the whole product are added around them
 COMMANDS: dict[str, Command] = {
-    "app": Command("transformer_explained.cli", "the app in your browser (the default; --port, --help)"),
-    "serve": Command("serving.launcher", "a class: one app process per core behind HAProxy"),
-    "translate": Command("model.translate", "translate sentences from a file or standard input"),
-    "trace": Command("model.trace.__main__", "a translation's whole trace (attention, masks, encodings) as JSON"),
-    "evaluate": Command("model.evaluate", "BLEU and chrF of a checkpoint on a test set"),
-    "convert": Command("model.convert", "Marian / OPUS-MT models in (from a folder or by name), ours out"),
-    "tune": Command("model.tune", "choose a checkpoint's beam length penalty on val"),
-    "calibrate": Command("model.calibrate", "fit when the app flags a translation as unsure"),
-    "train": Command("transformer_explained.train", "train a Transformer (CPU, CUDA, torchrun)"),
-    "heads": Command("model.heads.__main__", "every head's statistics over a set of sentences"),
-    "attribution": Command("model.attribution.__main__", "what each generated token used, by every method"),
-    "bundle": Command("transformer_explained.bundle", "a folder that installs it all on a machine with no network"),
+    "app": Command("transformer_explained.cli", "the app in your browser (the default; --port, --help)", ""),
+    "serve": Command("serving.launcher", "a class: one app process per core behind HAProxy", "serving.launcher"),
+    **MODEL_COMMANDS,
+    "train": Command("transformer_explained.train", "train a Transformer (CPU, CUDA, torchrun)", "train.py"),
+    "bundle": Command("transformer_explained.bundle", "a folder that installs it all on a machine with no network",
+                      "transformer_explained.bundle"),
 }
 
 
@@ -61,7 +52,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if name == "app":
         return app(rest)
-    from model.command import COMMAND
     COMMAND.set(f"{PROG} {name}")
     return int(importlib.import_module(COMMANDS[name].module).main(rest) or 0)
 

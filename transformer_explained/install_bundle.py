@@ -128,10 +128,10 @@ def sha256(path: Path) -> str:
 # ---------------------------------------------------------------- where things go
 
 def default_prefix(bundle: Path, manifest: dict) -> Path:
-    """The user's data folder of the project (model/places.py, read from the bundle's own wheel)."""
+    """The user's data folder of the project (model/storage/places.py, read from the bundle's own wheel)."""
     sys.path.insert(0, str(bundle / manifest["project_wheel"]))
     try:
-        from model.places import user_data_dir
+        from model.storage.places import user_data_dir
     finally:
         sys.path.pop(0)
     return user_data_dir()

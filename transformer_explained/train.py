@@ -8,9 +8,9 @@ Examples:
   python train.py --data ../shared/data/multi30k --init-from checkpoints/multi30k-en-de \
       --epochs 35 --cooldown-epochs 6 --out checkpoints/en-de-longer   # train a finished model on
 
-The training step and the loop over an epoch are model/training.py's; validation
-translations go through model/pipeline.py; weights are written and read by
-model/checkpoint.py. This file adds the data, resuming, torchrun and the final choice.
+The training step and the loop over an epoch are model/training/loop.py's; validation
+translations go through model/inference/pipeline.py; weights are written and read by
+model/storage/checkpoint.py. This file adds the data, resuming, torchrun and the final choice.
 
 Layout: OUT/ is the finished model (committed, loaded by the app); OUT.work/ holds
 what only training needs (last checkpoint with optimizer state, per-epoch weights
@@ -32,18 +32,34 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from model.card import read_training_log, write_card
-from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_weights, save_checkpoint, save_weights
-from model.command import COMMAND
-from model.config import PRESETS, ModelConfig, preset
-from model.data import DataError, Example, collate, make_examples, read_parallel, token_batches
-from model.decoding import DecodeOptions
-from model.metrics import corpus_scores
-from model.pipeline import explain, translate
-from model.tokenizer import Tokenizer
-from model.trace import Recording
-from model.training import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step, validation_loss
-from model.transformer import Transformer
+from model.commands.registry import COMMAND
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import explain, translate
+from model.network.batch import Example, collate
+from model.network.config import PRESETS, ModelConfig, preset
+from model.network.tokenizer import Tokenizer
+from model.network.trace import Recording
+from model.network.transformer import Transformer
+from model.storage.card import read_training_log, write_card
+from model.storage.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    load_weights,
+    save_checkpoint,
+    save_weights,
+)
+from model.training.data import DataError, make_examples, read_parallel, token_batches
+from model.training.loop import (
+    NonFiniteLoss,
+    Progress,
+    Schedule,
+    StepSettings,
+    train_epoch,
+    train_step,
+    validation_loss,
+)
+from model.training.metrics import corpus_scores
 
 SNAPSHOT_SENTENCES = 3
 

@@ -1,4 +1,4 @@
-"""What the model used, not only where it looked: the attribution methods of model/attribution side
+"""What the model used, not only where it looked: the attribution methods of model/analysis/attribution side
 by side on the current sentence, each generated token's share from the source, which cross-attention
 heads agree with what the model used, and how faithful each method is on this model (measured)."""
 from __future__ import annotations
@@ -15,9 +15,9 @@ from app.settings import flag, layer_head, multiselect, selectbox, setting, togg
 from app.ui import chart, csv_button
 from figures.attribution import PREFIX_MARK
 from i18n import N_, _, num
-from model.attribution import Attribution, Method, methods, raw_attention, value_norm
-from model.attribution.attention import method_key
-from model.attribution.faithfulness import KS, RANDOM
+from model.analysis.attribution import Attribution, Method, methods
+from model.analysis.attribution.attention import method_key, raw_attention, value_norm
+from model.analysis.attribution.faithfulness import KS, RANDOM
 
 METHODS = setting("attr_methods", None, ())                 # the heatmaps shown (default: below)
 INTEGRATED = setting("attr_ig", "ig", True, flag)            # compute integrated gradients

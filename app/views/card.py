@@ -15,7 +15,8 @@ from app.context import Context
 from app.settings import layer_head, setting
 from app.ui import chart
 from i18n import _, language, num
-from model.card import (
+from model.network.config import ModelConfig
+from model.storage.card import (
     CORPORA,
     corpora,
     decoding_name,
@@ -25,8 +26,7 @@ from model.card import (
     shape_rows,
     training_parts,
 )
-from model.checkpoint import Checkpoint
-from model.config import ModelConfig
+from model.storage.checkpoint import Checkpoint
 
 SNAP_LAYER = setting("snap_layer", None, -1, int)   # -1: the last layer
 SNAP_HEAD = setting("snap_head", None, 0, int)

@@ -11,8 +11,8 @@ from app.context import Context
 from app.settings import index, layer_head, radio, selectbox, setting
 from app.ui import chart, csv_button, tokens_for
 from i18n import N_, _
-from model.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
-from model.readings import rollout as attention_rollout
+from model.analysis.readings import rollout as attention_rollout
+from model.network.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
 
 KIND = setting("kind", "kind", "cross", choices=KIND_NAMES)
 QUERY = setting("query", "query", None, index)          # the row highlighted

@@ -11,8 +11,8 @@ from app.context import Context
 from app.settings import index, layer_head, selectbox, setting, toggle
 from app.ui import chart, tokens_for
 from i18n import N_, _, num
-from model.kinds import ATTENTION_KINDS, KIND_NAMES
-from model.trace import Trace
+from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
+from model.network.trace import Trace
 
 HEAD_KIND = setting("head_kind", "head_kind", "cross", choices=KIND_NAMES)
 HEAD_QUERY = setting("head_query", "head_query", 0, index)

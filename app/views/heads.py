@@ -1,5 +1,5 @@
 """Heads across the corpus: every head of one kind measured over a whole set of sentences
-(model/heads), coloured by the statistic chosen and named by the role its numbers support; a
+(model/analysis/heads), coloured by the statistic chosen and named by the role its numbers support; a
 click on a head opens its profile (offset profile, most and least typical sentences, knockout
 cost, a joint map of its queries and keys)."""
 from __future__ import annotations
@@ -15,9 +15,9 @@ from app.ui import chart, described
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
 from i18n import N_, _, language, num
-from model.heads import HeadStatistics, KindStatistics, StatisticsError, sentence_set, skipped_summary
-from model.heads.roles import RULES
-from model.kinds import ATTENTION_KINDS
+from model.analysis.heads import HeadStatistics, KindStatistics, StatisticsError, sentence_set, skipped_summary
+from model.analysis.heads.roles import RULES
+from model.network.kinds import ATTENTION_KINDS
 
 
 @dataclass(frozen=True)

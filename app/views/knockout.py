@@ -10,9 +10,9 @@ from app.context import Context
 from app.settings import multiselect, setting
 from app.ui import chart, described
 from i18n import N_, _, ngettext, num
-from model.checkpoint import Checkpoint
-from model.kinds import STACKS
-from model.pipeline import head_names, token_probabilities
+from model.inference.pipeline import head_names, token_probabilities
+from model.network.kinds import STACKS
+from model.storage.checkpoint import Checkpoint
 
 KO_LAYERS = setting("ko_layers", None, ())          # whole layers switched off
 KO_HEADS = setting("ko_heads", None, ())            # single heads switched off

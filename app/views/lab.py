@@ -26,11 +26,11 @@ from app.settings import radio, range_slider, selectbox, setting, slider, text_i
 from app.ui import chart, fragment
 from app.views import stepper
 from i18n import N_, _, language, num
-from model import tasks
-from model.decoding import DecodeOptions
-from model.lab import SWITCHES, LabRun, LabSettings, Snapshot
-from model.pipeline import Explanation, InputError, explain
-from model.tasks import TASKS, TaskSpec
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import Explanation, InputError, explain
+from model.training import tasks
+from model.training.lab import SWITCHES, LabRun, LabSettings, Snapshot
+from model.training.tasks import TASKS, TaskSpec
 from serving.lab_jobs import Job
 
 LAB_TASK = setting("lab_task", None, "reverse", choices=tuple(TASKS))

@@ -10,8 +10,8 @@ from app.context import Context
 from app.settings import layer_head, radio, setting
 from app.ui import chart, csv_button, tokens_for
 from i18n import N_, _
-from model.kinds import ATTENTION_KINDS, KIND_NAMES
-from model.pipeline import InputError
+from model.inference.pipeline import InputError
+from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 
 MASK_KIND = setting("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
 SHORT = {"en": "A dog.", "de": "Ein Hund.", "fr": "Un chien."}

@@ -2,7 +2,7 @@
 config and filled with the sentence's real numbers; a click on a block opens its details.
 
 The numbers come from one teacher-forced pass over the translation recorded with the
-residual stream (`ctx.with_stream`; names in model/trace, readings in model/stream.py).
+residual stream (`ctx.with_stream`; names in model/network/trace, readings in model/inference/stream.py).
 """
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from app.ui import chart, described, fragment
 from app.views.explore import KIND
 from figures import diagram
 from i18n import _, num
-from model import names, stream
-from model.decoding import output_log_probs, sampling_distribution
-from model.kinds import of_module
-from model.trace import Trace
+from model.inference import stream
+from model.inference.decoding import output_log_probs, sampling_distribution
+from model.network import names
+from model.network.kinds import of_module
+from model.network.trace import Trace
 
 OV_BLOCK = setting("ov_block", links.BLOCK, "encoder.self_attn", choices=diagram.BLOCK_IDS)
 OV_TOKEN = setting("ov_token", "token", 0, index)      # the source token followed

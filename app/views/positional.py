@@ -10,7 +10,7 @@ from app.context import Context
 from app.settings import multiselect, setting, slider
 from app.ui import chart, csv_button
 from i18n import N_, _, num
-from model import names
+from model.network import names
 
 PE_DIMS = setting("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
 PE_POSITIONS = setting("pe_positions", None, 100, int)

@@ -14,9 +14,9 @@ from app.settings import flag, setting, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment
 from i18n import N_, _, num
-from model.confidence import LOW_TOKEN_PROB
-from model.decoding import StepRecord
-from model.readings import first_divergence, tree_until
+from model.analysis.readings import first_divergence, tree_until
+from model.inference.confidence import LOW_TOKEN_PROB
+from model.inference.decoding import StepRecord
 
 ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
 STEP_USED_CHART = setting("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too

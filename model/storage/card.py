@@ -1,0 +1,275 @@
+"""The model card (README.md) of a checkpoint directory, written from what the
+directory holds: config.json, training_log.jsonl and, once `model.evaluate --write-card`
+has run, eval_results.json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from i18n import N_, _, num
+from model.network.config import ModelConfig
+
+EVAL_RESULTS = "eval_results.json"
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return default
+
+
+# The corpora a model of ours may have read: found by name in its --data paths and data notes.
+CORPORA = {   # marked for the catalog: `_(CORPORA[name])` where the app shows them
+    "multi30k": N_("Multi30K task 1 (Elliott et al., 2016): image captions, 29,000 training pairs, `val` (1,014), "
+                   "`test_2016_flickr` (1,000)."),
+    "tatoeba": N_("Tatoeba English-German: short everyday sentences, 44,925 training pairs, `val` (1,000 English "
+                  "sentences, 1,322 pairs) and `test` (1,000 sentences, 1,344 pairs), several translations per "
+                  "sentence. Attribution: Tatoeba contributors (https://tatoeba.org), licensed CC BY 2.0 FR."),
+}
+DECODINGS = {"greedy": N_("greedy"), "beam": N_("beam")}
+
+
+def corpora(config: dict[str, Any]) -> list[str]:
+    """The CORPORA a checkpoint was trained on, in every part of its training (Multi30K when nothing says)."""
+    args = config.get("train_args", {})
+    said = " ".join(str(a.get(k, "")) for a in [*(p.get("train_args", {}) for p in training_parts(args)), args]
+                    for k in ("data", "data_note")).lower()
+    found = [name for name in CORPORA if name in said]
+    return found or ["multi30k"]
+
+
+def read_eval_reports(directory: str | Path) -> list[dict[str, Any]]:
+    """eval_results.json: one report per test set (`model.evaluate --write-card`); an older
+    single report is read as a list of one."""
+    data = _read_json(Path(directory) / EVAL_RESULTS, [])
+    return [data] if isinstance(data, dict) else list(data)
+
+
+def add_eval_report(directory: str | Path, report: dict[str, Any]) -> Path:
+    """Store a report in eval_results.json, replacing the one for the same data and split."""
+    kept = [r for r in read_eval_reports(directory) if _report_key(r) != _report_key(report)]
+    path = Path(directory) / EVAL_RESULTS
+    path.write_text(json.dumps([*kept, report], indent=2) + "\n")
+    return path
+
+
+def _report_key(report: dict[str, Any]) -> tuple[str, str]:
+    return Path(str(report.get("data") or "multi30k")).name, str(report.get("split"))
+
+
+def report_title(report: dict[str, Any]) -> str:
+    """A test report's name, e.g. "tatoeba-en-de test (all 1,344 references of 1,000 sentences)", in the
+    interface's language (i18n/)."""
+    data = _report_key(report)[0]
+    refs = (" " + _("(all {refs} references of {n} sentences)").format(refs=num(report['reference_count'], ","),
+                                                                       n=num(report['sentences'], ","))
+            if report.get("references") == "all" and report.get("reference_count", 0) > report.get("sentences", 0)
+            else "")
+    return f"{data} `{report.get('split')}`{refs}"
+
+
+def read_training_log(directory: str | Path) -> list[dict]:
+    """A checkpoint directory's training_log.jsonl, one record per epoch (empty if it has none)."""
+    path = Path(directory) / "training_log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.is_file() else []
+
+
+def shape_rows(cfg: ModelConfig) -> dict[str, object]:
+    """The model's shape, as a student reads it (in the interface's language, i18n/)."""
+    return {
+        "d_model": cfg.d_model, _("heads"): cfg.n_heads, _("d_k = d_model / heads"): cfg.d_head,
+        _("encoder layers"): cfg.n_encoder_layers, _("decoder layers"): cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+        _("dropout"): cfg.dropout, _("norm"): _("pre-norm") if cfg.norm_first else _("post-norm (paper)"),
+        _("vocabulary"): (_("{n} (joint)") if cfg.tie_embeddings else _("{n} (separate)")).format(n=cfg.src_vocab_size),
+        _("max positions"): cfg.max_positions,
+        _("FFN activation"): _("{activation} (paper)").format(activation=cfg.activation) if cfg.activation == "relu"
+        else cfg.activation,
+        _("positional encoding"): _("sin/cos interleaved (paper)") if cfg.pe_layout == "interleaved"
+        else _("all sines, then all cosines (Marian)"),
+        _("embeddings × √d_model"): _("yes (paper)") if cfg.scale_embedding else _("no"),
+        _("output bias"): _("yes (Marian's final_logits_bias)") if cfg.logits_bias else _("no (paper)"),
+        _("decoder start symbol"): _("<pad> (Marian)") if cfg.bos_id == cfg.pad_id else "<s>",
+    }
+
+
+def render_card(directory: str | Path) -> str:
+    d = Path(directory)
+    config = _read_json(d / "config.json", {})
+    cfg = ModelConfig.from_dict(config["model"])
+    log = read_training_log(d)
+    evals = read_eval_reports(d)
+    src, tgt = config.get("src_lang", "?"), config.get("tgt_lang", "?")
+    args = config.get("train_args", {})
+    lines = [
+        f"# {d.name}: Transformer, {src} → {tgt}",
+        "",
+        "Trained by this project's `train.py`, from scratch, on this project's machine. "
+        "Load it with `model.checkpoint.load_checkpoint`; the app lists it in its checkpoint picker.",
+        "",
+        "## Data",
+        *(f"- {_(CORPORA[name])}" for name in corpora(config)),
+        f"- Model selection on the val sets, test on the test sets. Tokenizer: sentencepiece BPE, "
+        f"{cfg.src_vocab_size} pieces, {'joint for both languages' if cfg.tie_embeddings else 'one per language'}.",
+        "",
+        "## Model",
+        "| setting | value |",
+        "|---|---|",
+        *(f"| {name} | {value} |" for name, value in shape_rows(cfg).items()),
+        f"| parameters | {config.get('parameters', 0) / 1e6:.2f} M |",
+        "",
+        f"Weights stored as {config.get('weights_dtype', 'float32')} (loaded as float32).",
+        "",
+        "## Training",
+        f"- hardware: {config.get('hardware', '?')}",
+        f"- wall time: {config.get('training_time_min', '?')} min, {config.get('epochs', '?')} epochs, "
+        f"{config.get('steps', '?')} optimizer steps",
+        f"- batches of ~{args.get('batch_tokens', '?')} tokens, Adam(0.9, 0.98, 1e-9), peak lr {args.get('lr', '?')} "
+        f"after {args.get('warmup', '?')} warm-up steps then inverse square root{_cooldown(args)}, label smoothing "
+        f"{args.get('label_smoothing', '?')}, gradient clipping {args.get('clip', '?')}, seed {args.get('seed', '?')}",
+        f"- shipped weights: {config.get('selected', '?')} (val BLEU {config.get('val_bleu', '?')}, greedy)",
+        *_continued(args, config.get("epochs")),
+        "",
+    ]
+    if log:
+        lines += ["| epoch | step | train loss | val loss | val BLEU (greedy) | val chrF | tokens/s | minutes |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['epoch']} | {r['step']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} | "
+                  f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
+        lines.append("")
+    lines += [*_decoding(config.get("decoding")), *_confidence(config.get("confidence")),
+              *_faithfulness(config.get("faithfulness")), "## Quality", ""]
+    for report in evals:
+        lines += _quality(report)
+    if not evals:
+        lines += ["Not evaluated on the test set yet: run `python -m model.evaluate --checkpoint "
+                  f"{d} --write-card`.", ""]
+    return "\n".join(lines)
+
+
+def _quality(report: dict[str, Any]) -> list[str]:
+    """One test set's scores: sacrebleu BLEU (cased, and lowercased when measured), chrF, speed."""
+    rows = [(decoding_name(name, r), f"{r['bleu']:.2f}",
+             "" if r.get("bleu_lowercase") is None else f"{r['bleu_lowercase']:.2f}", f"{r['chrf']:.2f}",
+             r.get("sentences_per_second", "")) for name, r in report.get("results", {}).items()]
+    lines = [f"sacrebleu on detokenized, cased text, {report_title(report)}:", "",
+             *_table(("decoding", "BLEU", "BLEU (lowercased)", "chrF", "sentences/s"), rows)]
+    first = next(iter(report.get("results", {}).values()), {})
+    sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
+    return [*lines, "", f"Signatures: {sigs}.", "", f"Command: `{report.get('command', '')}`", ""]
+
+
+def _cooldown(args: dict[str, Any]) -> str:
+    k = args.get("cooldown_epochs") or 0
+    if not k:
+        return ""
+    return f", times a linear cooldown to 0 over the last {k:g} of {args.get('epochs', '?')} planned epochs"
+
+
+def training_parts(args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs a model was trained in, first to last: each continued one's train_args hold
+    the run it started from (`continued_from`: epochs, steps, val BLEU, its train_args)."""
+    chain, first = [], args.get("continued_from")
+    while first:
+        chain.append(first)
+        first = first.get("train_args", {}).get("continued_from")
+    return chain[::-1]
+
+
+_NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
+    """A run continued from finished weights (`train.py --init-from`), perhaps more than
+    once: where each part ended and how the next went on (`epochs`: those the last part reached)."""
+    parts = training_parts(args)
+    if not parts:
+        return []
+    a = parts[0].get("train_args", {})
+    lines = [f"- in {_NUMBERS.get(len(parts) + 1, len(parts) + 1)} parts: epochs 1-{parts[0].get('epochs')} are the "
+             f"run that ended at step {parts[0].get('steps')} (its {parts[0].get('selected', '?')}, val BLEU "
+             f"{parts[0].get('val_bleu')}; amp {a.get('amp', '?')}, cooldown {a.get('cooldown_epochs', 0) or 'none'})"]
+    for before, part in zip(parts, [*parts[1:], None]):
+        b = part.get("train_args", {}) if part else args
+        end = part.get("epochs") if part else epochs or b.get("epochs", "?")
+        ended = (f", ended at step {part.get('steps')} (its {part.get('selected', '?')}, "
+                 f"val BLEU {part.get('val_bleu')})" if part else "")
+        lines.append(f"  - epochs {before.get('epochs', 0) + 1}-{end}: continued from those weights with "
+                     f"`--init-from {b.get('init_from', '?')} --epochs {b.get('epochs', '?')} --cooldown-epochs "
+                     f"{b.get('cooldown_epochs', 0):g}` (an empty optimizer, the rate ramped up again over "
+                     f"{b.get('rewarm', '?')} steps, amp {b.get('amp', '?')}){_other_data(a, b)}{ended}")
+    return lines
+
+
+def _other_data(first: dict[str, Any], part: dict[str, Any]) -> str:
+    """A continued part that trained on other data than the first part: which, and how it was made."""
+    if part.get("data") == first.get("data") and not part.get("data_note"):
+        return ""
+    note = f": {part['data_note']}" if part.get("data_note") else ""
+    return f", trained on `--data {part.get('data', '?')}`{note}"
+
+
+def _decoding(decoding: dict[str, Any] | None) -> list[str]:
+    """The beam length penalty chosen by `python -m model.tune`, with what it tried."""
+    if not decoding:
+        return []
+    return _section("Decoding",
+                    f"Beam search uses the GNMT length penalty α = {decoding['alpha']:g} by default (the translate "
+                    f"and trace CLIs, `model.evaluate` and the app), chosen on `{decoding.get('chosen_on', '?')}` "
+                    f"with beam {decoding.get('beam_size', '?')} by `python -m model.tune`:",
+                    ("α", "BLEU", "brevity penalty", "length ratio"),
+                    [(f"{t['alpha']:g}", f"{t['bleu']:.2f}", f"{t['brevity']:.3f}", f"{t['length_ratio']:.3f}")
+                     for t in decoding.get("tried", [])])
+
+
+def _confidence(entry: dict[str, Any] | None) -> list[str]:
+    """When the app flags a translation (`python -m model.calibrate`), and how that did on val."""
+    if not entry:
+        return []
+    return _section("Confidence",
+                    f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
+                    f"token log-probability and the share of source words not in `familiar_words.txt` (the "
+                    f"training sources' words); {entry.get('note', '')}.",
+                    ("val set", "sentences", "wrong", "wrong flagged", "right flagged"),
+                    [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}")
+                     for name, r in entry.get("val", {}).items()])
+
+
+def _faithfulness(entry: dict[str, Any] | None) -> list[str]:
+    """How faithful each attribution method is on this model (`python -m model.attribution.faithfulness`)."""
+    if not entry:
+        return []
+    drop, err = entry["drop"], entry["stderr"]
+    return _section("Attribution: how faithful each method is",
+                    f"Mean drop of each generated token's log-probability when a method's top-1 / top-3 source "
+                    f"tokens are hidden, over {entry['sentences']} sentences of {entry['split']} ({entry['tokens']} "
+                    f"tokens, the model's own greedy translations; `random`: the control).",
+                    ("method", "top-1 hidden", "top-3 hidden"),
+                    [(m, f"{drop[m]['1']:.2f} ± {err[m]['1']:.2f}", f"{drop[m]['3']:.2f} ± {err[m]['3']:.2f}")
+                     for m in sorted(drop, key=lambda m: -drop[m]["1"])])
+
+
+def _section(title: str, text: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    """A card section: its heading, one paragraph, a table."""
+    return [f"## {title}", "", text, "", *_table(header, rows), ""]
+
+
+def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    """A markdown table's lines."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(v) for v in row) + " |" for row in rows)]
+
+
+def decoding_name(name: str, result: dict[str, Any]) -> str:
+    """An evaluation row's name with its length penalty, e.g. "beam 4 (α 1.4)" (the method in the
+    interface's language)."""
+    method, _space, size = name.partition(" ")
+    shown = _(DECODINGS[method]) + (f" {size}" if size else "") if method in DECODINGS else name
+    return f"{shown} (α {result['alpha']:g})" if "alpha" in result else shown
+
+
+def write_card(directory: str | Path) -> Path:
+    path = Path(directory) / "README.md"
+    path.write_text(render_card(directory))
+    return path
