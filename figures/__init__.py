@@ -28,12 +28,12 @@ from figures.common import COLORSCALE, CONTRAST_COLORSCALE, MARGIN, Display, lab
 from figures.decoding import beam_tree, distribution, token_confidence, top_k_bar
 from figures.knockout import knockout_grid, probability_change
 from figures.positional import embedding_decomposition, pe_curves, pe_heatmap, pe_similarity
-from figures.training import lab_curves, training_curves
+from figures.training import bleu_by_length, lab_curves, training_curves
 from figures.vectors import SUBLAYER_NAMES, token_bars, unit_bars, update_sizes, vector_heatmap
 
 __all__ = [
     "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heatmap",
-    "attribution_heatmap", "beam_tree", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
+    "attribution_heatmap", "beam_tree", "bleu_by_length", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
     "source_share_bars",
     "step_used_vs_looked",
     "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import figures
 from model.storage.card import add_eval_report, corpora, read_eval_reports, render_card
 from tests.support import make_checkpoint
 
@@ -66,3 +67,22 @@ def test_the_card_ranks_the_attribution_methods_by_faithfulness(tokenizer, tmp_p
     card = render_card(tmp_path / "m")
     section = card.split("## Attribution")[1]
     assert section.index("| alti | 3.00 ± 0.04 | 4.00 ± 0.04 |") < section.index("| random | 0.26 ± 0.02 |")
+
+
+def test_the_card_gives_bleu_by_sentence_length_and_the_page_charts_it(tokenizer, tmp_path):
+    d = tmp_path / "m"
+    make_checkpoint(tokenizer, d)
+    report = _report("../shared/data/tatoeba-en-de", "test-long", 31.0, "all", 1000, 1186)
+    by_length = [{"words": "1-5", "sentences": 0, "bleu": None, "chrf": None},
+                 {"words": "6-10", "sentences": 700, "bleu": 33.25, "chrf": 60.0},
+                 {"words": "11-15", "sentences": 280, "bleu": 27.5, "chrf": 55.0},
+                 {"words": "16+", "sentences": 20, "bleu": 20.0, "chrf": 50.0}]
+    report["results"]["beam 4"] = {**report["results"]["greedy"], "alpha": 1.0, "by_length": by_length}
+    add_eval_report(d, report)
+    card = render_card(d)
+    assert "| decoding | 1-5 words | 6-10 words | 11-15 words | 16+ words |" in card
+    assert "| beam 4 (α 1) | – | 33.25 (700) | 27.50 (280) | 20.00 (20) |" in card
+    fig = figures.bleu_by_length([("tatoeba test-long", by_length), ("multi30k test", by_length[:2])])
+    assert [t.name for t in fig.data] == ["tatoeba test-long", "multi30k test"]
+    assert list(fig.data[0].x) == ["1-5", "6-10", "11-15", "16+"] and fig.data[0].y[0] is None
+    assert list(fig.data[0].customdata) == [0, 700, 280, 20] and fig.layout.barmode == "group"

@@ -126,7 +126,10 @@ def test_evaluate_scores_each_sentence_once_against_all_its_references(ckpt_dir,
     assert (report["sentences"], report["reference_count"]) == (sentences, count)
     for row in report["results"].values():
         assert 0 <= row["bleu"] <= row["bleu_lowercase"] <= 100 and row["sentences_per_second"] > 0
+        assert [(r["words"], r["sentences"]) for r in row["by_length"]] == [("1-5", sentences), ("6-10", 0),
+                                                                          ("11-15", 0), ("16+", 0)]
     assert f"{sentences} sentences, {count} references" in done.stderr
+    assert "BLEU by source length: 1-5 words" in done.stdout
 
 
 @pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.tune", "model.convert",

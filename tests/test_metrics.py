@@ -5,7 +5,7 @@ import pytest
 import sacrebleu
 
 from model.training.data import group_references
-from model.training.metrics import corpus_scores, reference_streams
+from model.training.metrics import corpus_scores, reference_streams, scores_by_length
 
 HYPS = ["the cat sits on the mat .", "a dog runs in the park .", "I love pizza ."]
 REFS = [["the cat is on the mat .", "the cat sits on the mat ."],
@@ -52,3 +52,19 @@ def test_grouping_keeps_first_seen_order_and_every_distinct_target():
     targets = ["Hallo!", "Lauf!", "Grüß Gott!", "Hallo!", "Warte!"]
     assert group_references(sources, targets) == (
         ["Hi.", "Run!", "Wait."], [["Hallo!", "Grüß Gott!"], ["Lauf!"], ["Warte!"]])
+
+
+def test_bleu_by_length_scores_each_length_on_its_own_sentences():
+    sources = ["one two three", "one two three four five six seven", "a b c d e f g h i j k l m n o p q",
+               "x y", "one two three four five six"]
+    hyps = ["the cat sits", "a dog runs in the park today", "I love pizza very much", "hi there", "good day to you"]
+    refs = [["the cat sits"], ["a dog is running in the park"], ["I love pizza ."], ["hello there"],
+            ["good day to you"]]
+    rows = scores_by_length(sources, hyps, refs)
+    assert [(r["words"], r["sentences"]) for r in rows] == [("1-5", 2), ("6-10", 2), ("11-15", 0), ("16+", 1)]
+    assert rows[2]["bleu"] is None and rows[2]["chrf"] is None        # no sentence: no score, not 0
+    alone = corpus_scores([hyps[1], hyps[4]], [refs[1], refs[4]])
+    assert rows[1]["bleu"] == round(alone.bleu, 2) and rows[1]["chrf"] == round(alone.chrf, 2)
+    assert rows[0]["bleu"] != rows[1]["bleu"]
+    with pytest.raises(ValueError):
+        scores_by_length(sources[:2], hyps, refs)

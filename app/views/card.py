@@ -80,11 +80,12 @@ def _training(ctx: Context) -> None:
         curves = resources.get_figure("curves", (str(ckpt.path), len(log)), ctx.settings.display, language(),
                                       lambda: figures.training_curves(log))
         chart(st, curves, key="curves", settings=ctx.settings)
-    _bleu_table(ckpt)
+    _bleu_table(ckpt, ctx)
 
 
-def _bleu_table(ckpt: Checkpoint) -> None:
+def _bleu_table(ckpt: Checkpoint, ctx: Context) -> None:
     reports = read_eval_reports(ckpt.path) if ckpt.path else []
+    _by_length(ckpt, reports, ctx)
     for report in reports:
         st.markdown(_("**Test BLEU** ({report}, sacrebleu, detokenized, cased)").format(report=report_title(report)))
         st.dataframe(pd.DataFrame([{_("decoding"): decoding_name(k, v), "BLEU": v["bleu"],
@@ -97,6 +98,17 @@ def _bleu_table(ckpt: Checkpoint) -> None:
                      "and is this model's default in the sidebar.").format(alpha=num(d['alpha'], "g"),
                                                                          split=d.get("chosen_on", "?")))
     _data(ckpt)
+
+
+def _by_length(ckpt: Checkpoint, reports: list[dict], ctx: Context) -> None:
+    """Each test set's beam-search BLEU by the source's length in words, as one chart."""
+    series = [(report_title(r).replace("`", ""), rows) for r in reports
+              for name, result in r["results"].items() if name.startswith("beam") and (rows := result.get("by_length"))]
+    if series:
+        key = (str(ckpt.path), tuple((name, tuple(row["bleu"] for row in rows)) for name, rows in series))
+        fig = resources.get_figure("bleu_by_length", key, ctx.settings.display, language(),
+                                   lambda: figures.bleu_by_length(series))
+        chart(st, fig, key="bleu_by_length", settings=ctx.settings)
 
 
 def _data(ckpt: Checkpoint) -> None:

@@ -5,7 +5,8 @@
   python -m model.evaluate --checkpoint checkpoints/multi30k-en-de \\
       --data ../shared/data/tatoeba-en-de --split test        # all references of each sentence
 
-Prints cased BLEU (the score), lowercased BLEU, chrF and sentences per second for each search.
+Prints cased BLEU (the score), lowercased BLEU, chrF and sentences per second for each search, and
+BLEU by the source's length in words (1-5, 6-10, 11-15, 16+), which the model card charts.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from model.commands.shared import (
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import translate
 from model.storage.card import add_eval_report, write_card
-from model.training.metrics import corpus_scores
+from model.training.metrics import corpus_scores, scores_by_length
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,9 +72,13 @@ def main(argv: list[str] | None = None) -> int:
                        "chrf": round(scores.chrf, 2),
                        **({"alpha": opts.alpha} if opts.method == "beam" else {}),
                        "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
-                       "seconds": round(seconds, 1), "sentences_per_second": round(len(sources) / seconds, 1)}
+                       "seconds": round(seconds, 1), "sentences_per_second": round(len(sources) / seconds, 1),
+                       "by_length": scores_by_length(sources, hyps, refs)}
         print(f"{ckpt.name} {src_lang}->{tgt_lang} {args.split} {name}: {scores}  "
               f"{len(sources) / seconds:.1f} sentences/s")
+        print("  BLEU by source length: " + ", ".join(
+            f"{row['words']} words {'-' if row['bleu'] is None else row['bleu']} ({row['sentences']})"
+            for row in table[name]["by_length"]))
     report = {"checkpoint": ckpt.name, "data": args.data, "split": args.split, "references": args.references,
               "sentences": len(sources), "reference_count": n_refs, "results": table,
               "command": "python -m model.evaluate " + " ".join(argv if argv is not None else sys.argv[1:])}

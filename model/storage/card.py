@@ -157,7 +157,20 @@ def _quality(report: dict[str, Any]) -> list[str]:
              *_table(("decoding", "BLEU", "BLEU (lowercased)", "chrF", "sentences/s"), rows)]
     first = next(iter(report.get("results", {}).values()), {})
     sigs = f"BLEU `{first.get('bleu_signature', '')}`, chrF `{first.get('chrf_signature', '')}`"
-    return [*lines, "", f"Signatures: {sigs}.", "", f"Command: `{report.get('command', '')}`", ""]
+    return [*lines, "", *_by_length(report), f"Signatures: {sigs}.", "", f"Command: `{report.get('command', '')}`", ""]
+
+
+def _by_length(report: dict[str, Any]) -> list[str]:
+    """BLEU by the source's length in words (`model.evaluate` measures it), sentences in brackets."""
+    results = {name: r["by_length"] for name, r in report.get("results", {}).items() if r.get("by_length")}
+    if not results:
+        return []
+    words = [row["words"] for row in next(iter(results.values()))]
+    rows = [(decoding_name(name, report["results"][name]),
+             *("–" if row["bleu"] is None else f"{row['bleu']:.2f} ({row['sentences']:,})" for row in by_length))
+            for name, by_length in results.items()]
+    return ["BLEU by the source's length in words (sentences):", "",
+            *_table(("decoding", *(f"{w} words" for w in words)), rows), ""]
 
 
 def _cooldown(args: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import sacrebleu
 
 References = list[str] | list[list[str]]
+# Source sentences by length in words (whitespace-separated), for BLEU by length: (first, last); None: no end
+LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 5), (6, 10), (11, 15), (16, None))
 
 
 @dataclass
@@ -52,3 +54,25 @@ def corpus_scores(hypotheses: list[str], references: References, lowercase_too: 
     lc = sacrebleu.metrics.BLEU(lowercase=True).corpus_score(hypotheses, streams).score if lowercase_too else None
     return Scores(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()),
                   b.bp, b.sys_len / max(b.ref_len, 1), lc)
+
+
+def bucket_label(first: int, last: int | None) -> str:
+    return f"{first}-{last}" if last is not None else f"{first}+"
+
+
+def scores_by_length(sources: list[str], hypotheses: list[str], references: References,
+                     buckets: tuple[tuple[int, int | None], ...] = LENGTH_BUCKETS) -> list[dict[str, object]]:
+    """Corpus BLEU and chrF of the sentences whose source has a bucket's number of words, per bucket:
+    [{"words": "1-5", "sentences": n, "bleu": ..., "chrf": ...}, ...]; a bucket with no sentence has
+    None for its scores (a score of 0 would say the model failed them)."""
+    if not len(sources) == len(hypotheses) == len(references):
+        raise ValueError(f"{len(sources)} sources, {len(hypotheses)} hypotheses, {len(references)} references")
+    rows, words = [], [len(s.split()) for s in sources]
+    for first, last in buckets:
+        chosen = [i for i, n in enumerate(words) if first <= n and (last is None or n <= last)]
+        scores = (corpus_scores([hypotheses[i] for i in chosen], [references[i] for i in chosen])
+                  if chosen else None)
+        rows.append({"words": bucket_label(first, last), "sentences": len(chosen),
+                     "bleu": round(scores.bleu, 2) if scores else None,
+                     "chrf": round(scores.chrf, 2) if scores else None})
+    return rows
