@@ -1,8 +1,8 @@
 """Training, from a checkout: `python train.py --help` (the same as `transformer-explained train`).
-The code is transformer_explained/train.py."""
+The command is model/commands/train.py, the run model/training/ (setup, run, state, choice)."""
 import sys
 
-from transformer_explained.train import main
+from model.commands.train import main
 
 if __name__ == "__main__":
     sys.exit(main())

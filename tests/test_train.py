@@ -14,12 +14,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from model.commands import train
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import translate
 from model.storage.checkpoint import load_checkpoint
 from model.training import loop as training
+from model.training import run, setup
 from tests.support import MULTI30K, ROOT
-from transformer_explained import train
 
 WORDS = [f"w{c}" for c in "abcdefghijkl"]
 
@@ -90,15 +91,15 @@ def test_a_killed_run_resumes_from_its_last_periodic_save(tmp_path, monkeypatch,
     common = ["--epochs", "2", "--dropout", "0.1", "--cooldown-epochs", "1.5"]
     assert train.main(base_args(data, tmp_path / "a", *common, "--max-steps", "12")) == 0
     saved_at: list[int] = []
-    real_save = train.Trainer.save_state
+    real_save = run.Trainer.save_state
 
-    def save_and_copy(self: train.Trainer, start: float) -> None:
+    def save_and_copy(self: run.Trainer, start: float) -> None:
         real_save(self, start)
         saved_at.append(self.progress.step)
         if self.progress.step == 6:                  # what a kill after step 6 leaves on disk
             shutil.copytree(self.work / "last", tmp_path / "at-6")
-    monkeypatch.setattr(train.Trainer, "save_state", save_and_copy)
-    monkeypatch.setattr(train.time, "time", _ticking_clock())     # one minute per call: a save every step
+    monkeypatch.setattr(run.Trainer, "save_state", save_and_copy)
+    monkeypatch.setattr(run.time, "time", _ticking_clock())     # one minute per call: a save every step
     assert train.main(base_args(data, tmp_path / "b", *common, "--max-steps", "9", "--save-every", "0.5",
                                 "--log-every", "0.5")) == 0
     assert 6 in saved_at and len(saved_at) >= 6, saved_at          # saved within the epoch, step after step
@@ -168,9 +169,9 @@ def test_init_from_may_change_the_dropout_rate_and_nothing_else_of_the_shape(tmp
     assert replace(after.config, dropout=before.config.dropout) == before.config     # --d-model ignored
     dropouts = {m.p for m in after.model.modules() if isinstance(m, torch.nn.Dropout)}
     assert dropouts == {0.3} and {m.dropout for m in after.model.modules() if hasattr(m, "n_heads")} == {0.3}
-    same = train.with_dropout(before.model, before.config.dropout)
+    same = setup.with_dropout(before.model, before.config.dropout)
     assert same is before.model
-    changed = train.with_dropout(before.model, 0.5)
+    changed = setup.with_dropout(before.model, 0.5)
     assert all(torch.equal(a, b) for a, b in zip(changed.state_dict().values(), before.model.state_dict().values()))
 
 
@@ -205,9 +206,9 @@ def test_missing_split_is_named(tmp_path, capsys):
 def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
     (tmp_path / "amd").write_text("flags\t\t: fpu avx f16c avx2\n")
     (tmp_path / "xeon").write_text("flags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n")
-    assert train.cpu_has_native_bf16(tmp_path / "amd") is False
-    assert train.cpu_has_native_bf16(tmp_path / "xeon") is True
-    assert train.cpu_has_native_bf16(tmp_path / "missing") is None
+    assert setup.cpu_has_native_bf16(tmp_path / "amd") is False
+    assert setup.cpu_has_native_bf16(tmp_path / "xeon") is True
+    assert setup.cpu_has_native_bf16(tmp_path / "missing") is None
 
 
 def test_learning_rate_schedule():

@@ -8,9 +8,9 @@ import torch
 
 from model.network.batch import Example, collate
 from model.storage.checkpoint import CheckpointError, load_weights, save_weights
+from model.training import choice
 from model.training.loop import NonFiniteLoss, Progress, Schedule, StepSettings, train_epoch, train_step
 from tests.support import tiny_model
-from transformer_explained import train
 
 PAD = 0
 
@@ -79,7 +79,7 @@ def test_epoch_weights_average_strictly_and_keep_the_tie(tmp_path):
     a, b = tiny_model(seed=1), tiny_model(seed=2)
     save_weights(tmp_path / "epoch-1.safetensors", a)
     save_weights(tmp_path / "epoch-2.safetensors", b)
-    avg = train.average_epochs(a.cfg, tmp_path, 2, 2)
+    avg = choice.average_epochs(a.cfg, tmp_path, 2, 2)
     for (name, p), q, r in zip(avg.named_parameters(), a.parameters(), b.parameters()):
         assert torch.allclose(p, (q + r) / 2, atol=1e-7), name
     assert avg.generator.weight is avg.src_embed.lut.weight              # still one tensor

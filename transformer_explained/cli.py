@@ -23,7 +23,6 @@ COMMANDS: dict[str, Command] = {
     "app": Command("transformer_explained.cli", "the app in your browser (the default; --port, --help)", ""),
     "serve": Command("serving.launcher", "a class: one app process per core behind HAProxy", "serving.launcher"),
     **MODEL_COMMANDS,
-    "train": Command("transformer_explained.train", "train a Transformer (CPU, CUDA, torchrun)", "train.py"),
     "bundle": Command("transformer_explained.bundle", "a folder that installs it all on a machine with no network",
                       "transformer_explained.bundle"),
 }

@@ -32,6 +32,7 @@ COMMANDS: dict[str, Command] = {
     "calibrate": _command("calibrate", "fit when the app flags a translation as unsure"),
     "heads": _command("heads", "every head's statistics over a set of sentences"),
     "attribution": _command("attribution", "what each generated token used, by every method"),
+    "train": _command("train", "train a Transformer (CPU, CUDA, torchrun)", shortcut="model.train"),
     "faithfulness": _command("faithfulness", "how faithful each attribution method is (deletion curves)",
                              shortcut="model.attribution.faithfulness"),
 }
