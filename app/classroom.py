@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from app import links, resources, state
-from app.settings import linked
+from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
 from serving import classroom
@@ -113,7 +113,7 @@ def join_from_link() -> None:
 
 
 # ---- following: applying the teacher's view ------------------------------------------------------
-def apply_pending() -> str | None:
+def apply_pending(site: Site) -> str | None:
     """At the start of a run, before any widget: the teacher's view into this session's owners.
     Returns the page to open."""
     m = membership()
@@ -122,8 +122,8 @@ def apply_pending() -> str | None:
     view, m.pending = m.pending, None
     if not m.following:                      # queued by a check just before the student left
         return None
-    values = links.parse(view.params, [c.name for c in resources.available_checkpoints()])
-    for spec in linked().values():                      # as a fresh session reading the link: the
+    values = links.parse(view.params, [c.name for c in resources.available_checkpoints()], site.linked)
+    for spec in site.linked.values():                      # as a fresh session reading the link: the
         if spec.name in values:                         # teacher's values, every other setting its
             state.set_widget(spec.name, values[spec.name])   # default (the model's own alpha, ...)
         else:
@@ -190,11 +190,11 @@ def after_run(page: str | None, params: dict[str, str]) -> None:
         st.rerun(scope="app")               # the sidebar says so (a fragment's run does not redraw it)
 
 
-def end_of_run(completed: bool = True) -> None:
+def end_of_run(site: Site, completed: bool = True) -> None:
     """What every run ends with, main's and a fragment's that changes linked state (a step, a block):
     the address bar written, and the class told (a teacher's view published; a follower's own change
     noticed). A run cut short (st.rerun, st.switch_page) only writes the address bar."""
-    params = links.publish(link_params())
+    params = links.publish(site, link_params())
     if completed and params is not None:
         after_run(state.held(state.PAGE), params)
 
@@ -220,7 +220,7 @@ def qr_png(url: str) -> bytes:
     return out.getvalue()
 
 
-def sidebar() -> None:
+def sidebar(site: Site) -> None:
     """The class's place in the sidebar: start or join one; a teacher's code, link, QR and count; a
     student's "following" and "follow again"."""
     if store() is None:
@@ -228,18 +228,18 @@ def sidebar() -> None:
     st.sidebar.subheader(_("Class"))
     m = membership()
     if m is None:
-        _start_or_join()
+        _start_or_join(site)
     elif m.teacher:
         _teacher_panel(m)
     else:
         _student_panel(m)
 
 
-def _start_or_join() -> None:
+def _start_or_join(site: Site) -> None:
     if st.sidebar.button(_("Start a class"), icon=":material/co_present:", key="class-start",
                          help=_("your students' screens follow yours: page, sentence, settings, step")):
         try:
-            started = store().start(state.held(state.PAGE) or "overview", {})
+            started = store().start(state.held(state.PAGE) or site.landing, {})
         except StoreDown:
             st.sidebar.error(_("The class server cannot be reached right now; try again in a minute."))
             return

@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import resources, state
+from app.links import Site
 from app.settings import Settings
 from app.state import StepCursor
 from i18n import language
@@ -47,6 +48,7 @@ class Context:
     text: str | None = None
     _explanation: Explanation | None = field(default=None, repr=False)
     pages: Mapping[str, Any] = field(default_factory=dict, repr=False)   # slug -> st.Page
+    site: Site | None = field(default=None, repr=False)    # for a fragment that writes the link (`app.links.Site`)
 
     @property
     def path(self) -> str:

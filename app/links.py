@@ -1,8 +1,8 @@
 """Links: the address bar always names the page and holds the state a teacher shares.
 
 The URL path names the page (`/step`, `/masks`, ...; the first page is at `/`); the
-query parameters hold the settings of app/settings.py (`LINKED`) and the step of the
-step-through page. On a session's first run the parameters are read into the owners of
+query parameters hold the settings a link carries (`Site.linked`, handed over by app/pages.py)
+and the step of the step-through page. On a session's first run the parameters are read into the owners of
 app/state.py (each checked by its spec; anything malformed is ignored); at the end of
 every run the owners' values are written back, those that differ from their defaults.
 
@@ -15,26 +15,39 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
 from app import state
-from app.settings import ALPHA, CHECKPOINT, TEXT, linked
+from app.settings import ALPHA, CHECKPOINT, TEXT, Setting
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
 CLASS, TEACHER = "class", "teacher"   # a class's join code, its teacher's secret (app/classroom.py)
 SEAT = "seat"                         # a student's anonymous id in a class: a reload keeps it (one answer per poll)
 BLOCK = "block"               # the overview's block (app/views/overview.py)
-LANDING, FORMER_LANDING = "overview", "explore"   # the page at / now, and before the overview
+FORMER_LANDING = "explore"    # the page at / before the overview (the site's landing page now)
 MAX_STEP = 1000
 
 
-def parse(params: Mapping[str, str], checkpoints: Iterable[str]) -> dict[str, Any]:
-    """URL parameters -> {setting name: value} for the settings that fit their spec."""
+
+# What links and the class code know of the pages, handed to them by app/pages.py (they cannot import
+# the pages, whose views import them); a `Context` carries it to a page's fragments, which write the link.
+@dataclass(frozen=True, eq=False)
+class Site:
+    slugs: tuple[str, ...]               # every page's URL path, the first page first (it is also at /)
+    linked: Mapping[str, Setting]        # every setting a link carries, by its link parameter
+
+    @property
+    def landing(self) -> str:
+        return self.slugs[0]
+
+
+def parse(params: Mapping[str, str], checkpoints: Iterable[str], specs: Mapping[str, Setting]) -> dict[str, Any]:
+    """URL parameters -> {setting name: value} for the settings (`specs`, by parameter) that fit their spec."""
     out: dict[str, Any] = {}
     known = set(checkpoints)
-    specs = linked()
     for param, raw in params.items():
         spec = specs.get(param)
         if spec is None:
@@ -54,16 +67,17 @@ def linked_step(params: Mapping[str, str]) -> int | None:
     return step if 0 <= step <= MAX_STEP else None
 
 
-def read(pages: Iterable[str], checkpoints: Iterable[str]) -> str | None:
+def read(site: Site, checkpoints: Iterable[str]) -> str | None:
     """Once per session: the link's state into the owners. Returns the page an old-style
     link (`view=...`) names, if any; on later runs too, if `view` is set again (AppTest opens
     pages this way: it has no public switch to a page that is a function)."""
+    pages = site.slugs
     if state.held(state.LINK_READ):
         view = st.query_params.get(VIEW)
         return view if view in set(pages) else None
     state.hold(state.LINK_READ, True)
     params = {k: st.query_params[k] for k in st.query_params}
-    for name, value in parse(params, checkpoints).items():
+    for name, value in parse(params, checkpoints, site.linked).items():
         state.put(name, value)
     state.cursor().pending = linked_step(params)
     view = params.get(VIEW)
@@ -82,14 +96,14 @@ def _opened_at_root(pages: Iterable[str]) -> bool:
     return urllib.parse.urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] not in set(pages)
 
 
-def current(values: Mapping[str, Any], step: int, page: str | None = None,
+def current(site: Site, values: Mapping[str, Any], step: int, page: str | None = None,
             defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The owners' values -> URL parameters: the sentence, and every other setting that
     differs from its default (on the overview, its block always: see the module's text).
     `defaults` overrides a spec's default by setting name (the model's own alpha)."""
     out = {}
-    specs = linked()
-    always = {TEXT} | ({specs[BLOCK]} if page == LANDING else set())
+    specs = site.linked
+    always = {TEXT} | ({specs[BLOCK]} if page == site.landing else set())
     defaults = defaults or {}
     for param, spec in specs.items():
         default = defaults.get(spec.name, spec.default)
@@ -102,14 +116,14 @@ def current(values: Mapping[str, Any], step: int, page: str | None = None,
     return out
 
 
-def publish(extra: Mapping[str, str] | None = None) -> dict[str, str] | None:
+def publish(site: Site, extra: Mapping[str, str] | None = None) -> dict[str, str] | None:
     """Write the current state (and `extra` parameters: a student's class) into the address bar.
     Returns the state's own parameters (what a teacher's class follows), None before the link was read."""
     if not state.held(state.LINK_READ):
         return None
     cursor = state.cursor()
     model_alpha = state.held(state.MODEL_ALPHA)
-    wanted = current(state.values(), cursor.pending if cursor.pending is not None else cursor.step,
+    wanted = current(site, state.values(), cursor.pending if cursor.pending is not None else cursor.step,
                      state.held(state.PAGE),
                      {ALPHA.name: model_alpha} if model_alpha is not None else None)
     shown = {**wanted, **(extra or {})}

@@ -45,14 +45,14 @@ def run() -> None:
         no_checkpoint_page()
         add_model_ui()
         return
-    jump = links.read([p.slug for p in pages.PAGES], [c.name for c in checkpoints])
+    jump = links.read(pages.SITE, [c.name for c in checkpoints])
     use(chosen_language())                      # a link's language
     classroom.join_from_link()
-    jump = classroom.apply_pending() or jump    # a follower: the teacher's view, before any widget
+    jump = classroom.apply_pending(pages.SITE) or jump    # a follower: the teacher's view, before any widget
     use(chosen_language())                      # the teacher's
     settings = sidebar(checkpoints, resources.DEFAULT_CHECKPOINT, lambda path: resources.get_checkpoint(str(path)),
                        below_checkpoint=add_model_ui)
-    classroom.sidebar()
+    classroom.sidebar(pages.SITE)
     polls.answers_download()
     classroom.join_banner()
     polls.poll_area()
@@ -69,7 +69,7 @@ def main() -> None:
         run()
         completed = True
     finally:  # also when a page ends the run early (st.rerun while playing, st.switch_page)
-        classroom.end_of_run(completed)
+        classroom.end_of_run(pages.SITE, completed)
 
 
 if __name__ == "__main__":   # Streamlit runs this file as __main__; a training lab's spawned process

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import resources, sentence, state
+from app import settings as settings_module
 from app.context import Context
-from app.settings import Settings
+from app.links import Site
+from app.settings import Setting, Settings, declared, linked
 from app.views import (
     attribution,
     card,
@@ -43,23 +45,40 @@ class Page:
     icon: str
     render: Callable[[Context], None]
     takes_sentence: bool = True
+    settings: tuple[Setting, ...] = ()   # what the page lets a student choose (its module's settings)
 
 
 PAGES: tuple[Page, ...] = (
-    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render),
-    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render),
-    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render),
-    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render),
-    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render),
-    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render),
-    Page("head", N_("Inside one head"), ":material/center_focus_strong:", head.render),
-    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render),
-    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render),
-    Page("heads", N_("Heads across the corpus"), ":material/view_module:", heads.render, takes_sentence=False),
-    Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False),
-    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False),
+    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render,
+         settings=declared(overview)),
+    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render,
+         settings=declared(explore)),
+    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render,
+         settings=declared(lesson)),
+    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render,
+         settings=declared(stepper)),
+    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render,
+         settings=declared(positional)),
+    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render,
+         settings=declared(masks)),
+    Page("head", N_("Inside one head"), ":material/center_focus_strong:", head.render,
+         settings=declared(head)),
+    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render,
+         settings=declared(knockout)),
+    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render,
+         settings=declared(attribution)),
+    Page("heads", N_("Heads across the corpus"), ":material/view_module:", heads.render, takes_sentence=False,
+         settings=declared(heads)),
+    Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False,
+         settings=declared(lab)),
+    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False,
+         settings=declared(card)),
 )
 BY_SLUG = {p.slug: p for p in PAGES}
+# handed to links and the class: every page's path, and every setting a link carries (the shared ones
+# of app/settings.py and each page's own)
+SITE = Site(tuple(p.slug for p in PAGES),
+            linked((*declared(settings_module), *(s for p in PAGES for s in p.settings))))
 
 
 def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
@@ -73,7 +92,7 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
         st.error(_("This checkpoint cannot be loaded: {problem}").format(problem=exc))
         return
     st.title(_("Transformer, explained: {src} → {tgt}").format(src=ckpt.src_lang, tgt=ckpt.tgt_lang))
-    ctx = Context(ckpt, settings, pages=st_pages or {})
+    ctx = Context(ckpt, settings, pages=st_pages or {}, site=SITE)
     text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
     work = (page.slug, str(settings.checkpoint), text, settings.opts)
     if page.takes_sentence and state.held(state.ADMITTED) != work:
@@ -85,7 +104,7 @@ def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
             ex = sentence.translation(ckpt, text, settings)
             if ex is None:
                 return
-            ctx = Context(ckpt, settings, text, ex, pages=st_pages or {})
+            ctx = Context(ckpt, settings, text, ex, pages=st_pages or {}, site=SITE)
         state.hold(state.PAGE, page.slug)              # links.publish writes what this page needs
         with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
             page.render(ctx)

@@ -5,17 +5,17 @@ A `Setting` names its widget key (= its name in app/state.py's owner), its link
 parameter, its default, and its bounds or choices. The same spec draws the widget
 (`slider`, `selectbox`, ... below), checks a link's value (app/links.py) and writes
 the link back. A page declares its own settings beside its code with `setting(...)`,
-which enters them in the registry; `linked()` collects every registered setting that a
-link carries (for links, and for a class that follows its teacher). Bounds that depend on
-the model (layers, heads, token positions) are not written here: the widget's options come
-from the model and clamp the value. Decoding choices and defaults come from `DecodeOptions`.
+which enters them in the registry; app/pages.py gives each page the settings its module declares
+(`declared`) and hands `linked(...)` of them all to links and the class (`app.links.Site`). Bounds
+that depend on the model (layers, heads, token positions) are not written here: the widget's
+options come from the model and clamp the value. Decoding choices and defaults come from `DecodeOptions`.
 """
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import streamlit as st
@@ -83,13 +83,15 @@ def setting(name: str, param: str | None, default: Any, parse: Callable[[str], A
     return spec
 
 
-@functools.cache
-def linked() -> dict[str, Setting]:
-    """Every registered setting that a link carries, by link parameter (made once: the registry
-    is complete when the pages are imported). The step of the step-through page is in links too,
-    but its owner is the cursor (app/links.py)."""
-    import app.pages  # noqa: F401 - every page has declared its settings once the registry of pages is loaded
-    return {s.param: s for s in REGISTRY.values() if s.param}
+def declared(module: ModuleType) -> tuple[Setting, ...]:
+    """The settings a module declares or uses at its top level (its Setting objects), in order, once each."""
+    return tuple({id(v): v for v in vars(module).values() if isinstance(v, Setting)}.values())
+
+
+def linked(settings: Iterable[Setting]) -> dict[str, Setting]:
+    """The settings a link carries, by link parameter. The step of the step-through page is in links
+    too, but its owner is the cursor (app/links.py)."""
+    return {s.param: s for s in settings if s.param}
 
 
 _D = DecodeOptions()

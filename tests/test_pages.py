@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.links import current, linked_step, parse
-from app.pages import BY_SLUG, PAGES
-from app.settings import linked
+from app.pages import BY_SLUG, PAGES, SITE
+from app.settings import REGISTRY
 from app.state import StepCursor
 from tests.support import APP, LAYER_PAGES, ROOT, goto, link_of, page_of, tour
 
@@ -161,21 +161,31 @@ def test_the_step_slider_is_drawn_anew_after_every_move_but_its_own():
 
 
 def test_every_linked_setting_round_trips_and_ignores_junk():
-    for param, spec in linked().items():
+    for param, spec in SITE.linked.items():
         assert spec.default is None or spec.valid(spec.default), param
         for value in [v for v in (spec.default, *(spec.bounds or ()), *(spec.choices or ())) if v is not None]:
             assert spec.from_link(spec.to_link(value)) == value, (param, value)
     got = parse({"beam": "99", "alpha": "x", "method": "nope", "layer": "-1", "kind": "decoder_self",
-                 "checkpoint": "elsewhere", "text": "t" * 1001, "unknown": "1"}, ["multi30k-en-de"])
+                 "checkpoint": "elsewhere", "text": "t" * 1001, "unknown": "1"}, ["multi30k-en-de"], SITE.linked)
     assert got == {"kind": "decoder_self"}
     assert linked_step({"step": "3"}) == 3 and linked_step({"step": "x"}) is None and linked_step({}) is None
 
 
 def test_links_hold_the_sentence_and_what_differs_from_the_defaults():
-    values = {spec.name: spec.default for spec in linked().values()} | {"text": "a dog", "beam_size": 8}
-    assert current(values, 0) == {"text": "a dog", "beam": "8"}
-    assert current(values, 4)["step"] == "4"
-    assert current(values, 0, page="overview") == {"text": "a dog", "beam": "8", "block": "encoder.self_attn"}
+    values = {spec.name: spec.default for spec in SITE.linked.values()} | {"text": "a dog", "beam_size": 8}
+    assert current(SITE, values, 0) == {"text": "a dog", "beam": "8"}
+    assert current(SITE, values, 4)["step"] == "4"
+    assert current(SITE, values, 0, page="overview") == {"text": "a dog", "beam": "8", "block": "encoder.self_attn"}
+
+
+def test_the_pages_hand_links_every_setting_a_page_declares():
+    """Links and the class read the settings the pages declare (`app.links.Site`), not a registry they would
+    have to import the pages to fill: every registered setting with a link parameter is there, and each
+    page lists its own."""
+    assert {s.param: s for s in REGISTRY.values() if s.param} == dict(SITE.linked)
+    assert SITE.slugs == tuple(SLUGS) and SITE.landing == "overview"
+    assert "block" in {s.param for s in BY_SLUG["overview"].settings}
+    assert "block" not in {s.param for s in BY_SLUG["masks"].settings}
 
 
 def test_page_slugs_are_unique_and_every_page_renders_through_the_registry():
@@ -216,6 +226,6 @@ def test_the_alpha_slider_follows_the_models_own_unless_moved(tokenizer, tmp_pat
 
 def test_links_leave_out_an_alpha_equal_to_the_models_own():
     values = {"text": "a dog", "alpha": 1.5}
-    assert current(values, 0) == {"text": "a dog", "alpha": "1.5"}
-    assert current(values, 0, defaults={"alpha": 1.5}) == {"text": "a dog"}
-    assert current({"text": "a dog", "alpha": 0.6}, 0, defaults={"alpha": 1.5})["alpha"] == "0.6"
+    assert current(SITE, values, 0) == {"text": "a dog", "alpha": "1.5"}
+    assert current(SITE, values, 0, defaults={"alpha": 1.5}) == {"text": "a dog"}
+    assert current(SITE, {"text": "a dog", "alpha": 0.6}, 0, defaults={"alpha": 1.5})["alpha"] == "0.6"

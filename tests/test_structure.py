@@ -40,9 +40,14 @@ def _modules() -> dict[str, ast.Module]:
 
 
 def _imports(tree: ast.Module, known: set[str]) -> set[str]:
-    """Project modules imported at module level (not inside functions)."""
+    """Project modules imported anywhere in a module, inside functions too (an import made late to
+    dodge a circle is still a circle), except under `if TYPE_CHECKING:`."""
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
+                   ast.unparse(node.test) for n in ast.walk(node)}
     found = set()
-    for node in tree.body:
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

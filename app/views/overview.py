@@ -65,7 +65,7 @@ def overview(ctx: Context) -> None:
     st.divider()
     PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
                                                                                       (token, pos, layer), log_probs)
-    classroom.end_of_run()   # a fragment's rerun does not reach main(), which writes the link otherwise
+    classroom.end_of_run(ctx.site)   # a fragment's rerun does not reach main(), which writes the link otherwise
 
 
 def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float]]:

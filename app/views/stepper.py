@@ -87,7 +87,7 @@ def stepping(ctx: Context) -> None:
         _next_token(ctx, record, chosen)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
-    classroom.end_of_run()   # a fragment's rerun does not reach main(), which writes the link otherwise
+    classroom.end_of_run(ctx.site)   # a fragment's rerun does not reach main(), which writes the link otherwise
     if cursor.playing:
         _play(cursor, len(steps))
 
