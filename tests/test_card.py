@@ -22,6 +22,10 @@ def test_the_card_names_every_corpus_of_every_training_part_with_its_attribution
     assert corpora({"train_args": first}) == ["multi30k"]
     assert corpora({}) == ["multi30k"]
     assert corpora({"train_args": mixed}) == ["multi30k", "tatoeba"]
+    everyday = {"data": "runs/mix-everyday", "init_from": "checkpoints/x", "continued_from": {"train_args": mixed},
+                "data_note": "Multi30K train twice + Tatoeba en-de train (2018 edition in full, 173,611 pairs)"}
+    assert corpora({"train_args": everyday}) == ["multi30k", "tatoeba", "tatoeba-2018"]    # its parts, each once
+    assert corpora({"train_args": {"data_note": "Tatoeba (2018 edition in full)"}}) == ["tatoeba-2018"]
     make_checkpoint(tokenizer, tmp_path / "m")
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "train_args": mixed}))

@@ -27,17 +27,26 @@ CORPORA = {   # marked for the catalog: `_(CORPORA[name])` where the app shows t
     "tatoeba": N_("Tatoeba English-German: short everyday sentences, 44,925 training pairs, `val` (1,000 English "
                   "sentences, 1,322 pairs) and `test` (1,000 sentences, 1,344 pairs), several translations per "
                   "sentence. Attribution: Tatoeba contributors (https://tatoeba.org), licensed CC BY 2.0 FR."),
+    "tatoeba-2018": N_("Tatoeba English-German in full: the 2018 edition of manythings.org's English-German list "
+                       "with the earlier short pairs, 173,611 training pairs of 1 to 44 English words; `val` and "
+                       "`test` (short), `val-long` and `test-long` (8 words or more, about 1,000 English sentences "
+                       "each), several translations per sentence. Attribution: Tatoeba contributors "
+                       "(https://tatoeba.org) and manythings.org, licensed CC BY 2.0 FR."),
 }
+# How a training part's --data path or note names each corpus (the full Tatoeba before the short one)
+NAMED_BY = {"multi30k": ("multi30k",), "tatoeba-2018": ("2018 edition", "tatoeba-2018"), "tatoeba": ("tatoeba",)}
 DECODINGS = {"greedy": N_("greedy"), "beam": N_("beam")}
 
 
 def corpora(config: dict[str, Any]) -> list[str]:
     """The CORPORA a checkpoint was trained on, in every part of its training (Multi30K when nothing says)."""
     args = config.get("train_args", {})
-    said = " ".join(str(a.get(k, "")) for a in [*(p.get("train_args", {}) for p in training_parts(args)), args]
-                    for k in ("data", "data_note")).lower()
-    found = [name for name in CORPORA if name in said]
-    return found or ["multi30k"]
+    found: set[str] = set()
+    for part in [*(p.get("train_args", {}) for p in training_parts(args)), args]:
+        said = " ".join(str(part.get(k, "")) for k in ("data", "data_note")).lower()
+        here = {name for name, needles in NAMED_BY.items() if any(n in said for n in needles)}
+        found |= here - {"tatoeba"} if "tatoeba-2018" in here else here     # the full edition holds the short
+    return [name for name in CORPORA if name in found] or ["multi30k"]
 
 
 def read_eval_reports(directory: str | Path) -> list[dict[str, Any]]:
