@@ -1,4 +1,4 @@
-"""A class that follows its teacher, in the app (the shared part is serving/classroom.py).
+"""A class that follows its teacher, in the app (the shared part is serving/class_store.py).
 
 The teacher presses "Start a class" in the sidebar: a code, a join link (`?class=CODE`) and its QR
 code to project, and a teacher link (with the secret) to keep. At the end of every teacher run the
@@ -27,8 +27,8 @@ from app import links, resources, state
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
-from serving import classroom
-from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown, View
+from serving import class_store
+from serving.class_store import ClassGone, NotTeacher, Poll, StoreDown, View
 
 CLASS, TEACHER, SEAT = links.CLASS, links.TEACHER, links.SEAT   # link parameters: the join code; the teacher's
 SEAT_ID = re.compile(r"[0-9a-f]{12}")                           # secret; a student's anonymous id (its seat)
@@ -58,7 +58,7 @@ class Membership:
         return self.secret is not None
 
 
-def store() -> classroom.ClassStore | None:
+def store() -> class_store.ClassStore | None:
     return resources.class_store()
 
 
@@ -77,7 +77,7 @@ def join(code_text: str, secret: str | None = None, seat: str | None = None) -> 
     (from their own address bar: a reload, another app process) keeps their anonymous id, and with it
     their answers: one per poll."""
     s = store()
-    code = classroom.normalize_code(code_text)
+    code = class_store.normalize_code(code_text)
     if s is None:
         return _("Classes are switched off on this server.")
     if code is None:
@@ -88,7 +88,7 @@ def join(code_text: str, secret: str | None = None, seat: str | None = None) -> 
         view = s.view(code)
     except ClassGone:
         return _("There is no class {code}: the code is wrong, or the class has ended.").format(
-            code=classroom.pretty(code))
+            code=class_store.pretty(code))
     except StoreDown:
         return _("The class server cannot be reached right now; try again in a minute.")
     m = Membership(code, secret)
@@ -146,7 +146,7 @@ def _watch(m: Membership) -> None:
             m.checked_in = now
         view = s.view(m.code)
     except ClassGone:
-        _leave_class(_("Class {code} has ended.").format(code=classroom.pretty(m.code)))
+        _leave_class(_("Class {code} has ended.").format(code=class_store.pretty(m.code)))
         st.rerun(scope="app")
     except StoreDown:
         if m.trouble is None:
@@ -258,11 +258,11 @@ def _start_or_join(site: Site) -> None:
 def _teacher_panel(m: Membership) -> None:
     url = join_url(m.code)
     st.sidebar.markdown(_("**Class {code}**: students open [{url}]({url}) or type the code.").format(
-        code=classroom.pretty(m.code), url=url))
+        code=class_store.pretty(m.code), url=url))
     m.show_code = st.sidebar.toggle(_("Show the code big, for the projector"), value=m.show_code,
                                     key="class-show-code")
     with st.sidebar.expander(_("QR code and teacher link")):
-        st.image(qr_png(url), caption=_("class {code}").format(code=classroom.pretty(m.code)), width=220)
+        st.image(qr_png(url), caption=_("class {code}").format(code=class_store.pretty(m.code)), width=220)
         st.markdown(_("Keep this **teacher link** to lead the class again from another tab (do not project it):"))
         st.code(join_url(m.code, m.secret), language=None)
     with st.sidebar:
@@ -290,7 +290,7 @@ def _teacher_count(m: Membership) -> None:
 def _student_panel(m: Membership) -> None:
     if m.trouble:
         st.sidebar.warning(_(m.trouble), icon=":material/cloud_off:")
-    code = classroom.pretty(m.code)
+    code = class_store.pretty(m.code)
     if m.following:
         st.sidebar.success(_("Following the teacher (class {code})").format(code=code), icon=":material/sync:")
         if st.sidebar.button(_("Explore on my own"), key="class-leave"):
@@ -321,5 +321,5 @@ def join_banner() -> None:
         left, right = st.columns([3, 2], vertical_alignment="center")
         left.markdown(_("Join the class at **{url}**, or scan the code, or type:").format(url=join_url(m.code)))
         left.markdown(f"<div style='font-size:4.5rem;font-weight:700;letter-spacing:0.15em'>"
-                      f"{classroom.pretty(m.code)}</div>", unsafe_allow_html=True)
+                      f"{class_store.pretty(m.code)}</div>", unsafe_allow_html=True)
         right.image(qr_png(join_url(m.code)), width=320)

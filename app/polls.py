@@ -1,5 +1,5 @@
 """A class's polls, in the app: "What comes next?" on the step page (the shared part is
-serving/classroom.py; who leads and who follows is app/classroom.py).
+serving/class_store.py; who leads and who follows is app/class_store.py).
 
 The teacher opens a poll from a page that has the question's material (the step page: the model's top
 candidates for the next token). Every member of the class sees it at the top of the main area:
@@ -17,8 +17,8 @@ import figures
 from app.classroom import Membership, follower_tick, membership, store
 from app.ui import described, fragment
 from i18n import N_, _, ngettext
-from serving import classroom
-from serving.classroom import ClassGone, NotTeacher, Poll, StoreDown
+from serving import class_store
+from serving.class_store import ClassGone, NotTeacher, Poll, StoreDown
 
 NEXT_TOKEN, HEAD_TARGET = "next-token", "head-target"
 YOUR_ANSWER = N_("Your answer")
@@ -201,7 +201,7 @@ def answers_download() -> None:
         return
     try:
         polls = store().polls(m.code)
-        text = classroom.answers_csv([(p, store().answers(m.code, p.id)) for p in polls])
+        text = class_store.answers_csv([(p, store().answers(m.code, p.id)) for p in polls])
     except (ClassGone, StoreDown):
         return
     if polls:

@@ -36,14 +36,14 @@ from model.network.trace import Recording, Trace
 from model.storage import hub, places
 from model.storage.checkpoint import Checkpoint, load_checkpoint
 from model.storage.convert import import_marian
-from serving import classroom
+from serving import class_store as stores
 from serving.admission import Gate
 from serving.batching import Batcher
 from serving.config import ServingConfig
 from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
 from serving.once import Once
 
-DEFAULT_CHECKPOINT = "multi30k-en-de"
+DEFAULT_CHECKPOINT = places.DEFAULT_CHECKPOINT
 MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
 
 
@@ -233,18 +233,18 @@ def admission_gate() -> Gate:
     return Gate(config().admit, config().max_waiting)
 
 
-# ---- classes (serving/classroom.py) --------------------------------------------------------------
-def class_store() -> classroom.ClassStore | None:
+# ---- classes (serving/class_store.py) ----------------------------------------------------------
+def class_store() -> stores.ClassStore | None:
     """Where this process's classes live: Redis when $TRANSFORMER_REDIS names it (`make serve`:
     every process sees every class), else this process's memory; None when class mode is off."""
     return _class_store(config().redis, config().classes)
 
 
 @st.cache_resource(show_spinner=False)
-def _class_store(redis: str | None, on: bool) -> classroom.ClassStore | None:
+def _class_store(redis: str | None, on: bool) -> stores.ClassStore | None:
     if not on:
         return None
-    return classroom.RedisStore(redis) if redis else classroom.MemoryStore()
+    return stores.RedisStore(redis) if redis else stores.MemoryStore()
 
 
 # ---- the training lab --------------------------------------------------------------------------

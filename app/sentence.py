@@ -10,7 +10,7 @@ import json
 import streamlit as st
 
 from app import polls, resources, state
-from app.settings import TEXT, Settings
+from app.settings import MAX_TEXT_CHARS, TEXT, Settings
 from i18n import N_, _, ngettext, num
 from model.analysis.attribution import attribution_json
 from model.inference.pipeline import Explanation, InputError, explanation_json
@@ -79,7 +79,7 @@ def input_ui(src_lang: str) -> str:
     st.selectbox(_("Try a preset sentence"), lines, key=PRESET, on_change=_use_preset)
     state.restore(TEXT.name, first)
     text = st.text_input(_("Sentence to translate ({lang}, at most {n} subword tokens)").format(
-        lang=src_lang, n=resources.MAX_APP_TOKENS), key=TEXT.name, max_chars=1000)
+        lang=src_lang, n=resources.MAX_APP_TOKENS), key=TEXT.name, max_chars=MAX_TEXT_CHARS)
     return state.remember(TEXT.name, text)
 
 

@@ -25,6 +25,7 @@ from app import state
 from figures import Display
 from i18n import N_, _, num
 from model.inference.options import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
+from model.storage import places
 from model.storage.checkpoint import Checkpoint, CheckpointError
 
 MAX_TEXT_CHARS = 1000
@@ -96,7 +97,7 @@ def linked(settings: Iterable[Setting]) -> dict[str, Setting]:
 
 _D = DecodeOptions()
 TEXT = setting("text", "text", "")
-CHECKPOINT = setting("checkpoint", "checkpoint", "multi30k-en-de")
+CHECKPOINT = setting("checkpoint", "checkpoint", places.DEFAULT_CHECKPOINT)
 METHOD = setting("method", "method", "beam", choices=METHODS)
 BEAM = setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
 ALPHA = setting("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own

@@ -23,10 +23,10 @@ from figures.attribution import (
     source_share_bars,
     step_used_vs_looked,
 )
-from figures.classroom import poll_results
 from figures.common import COLORSCALE, CONTRAST_COLORSCALE, MARGIN, Display, label, labels
 from figures.decoding import beam_tree, distribution, token_confidence, top_k_bar
 from figures.knockout import knockout_grid, probability_change
+from figures.polls import poll_results
 from figures.positional import embedding_decomposition, pe_curves, pe_heatmap, pe_similarity
 from figures.training import bleu_by_length, lab_curves, training_curves
 from figures.vectors import SUBLAYER_NAMES, token_bars, unit_bars, update_sizes, vector_heatmap

@@ -67,7 +67,7 @@ class ServingConfig:
     lab_locks: Path | None = None
     data: Path = ROOT.parent / "shared" / "data" / "multi30k"
     add_models: bool = True             # the sidebar's "Add a model by name"
-    redis: str | None = None            # where classes live (serving/classroom.py); None: in memory
+    redis: str | None = None            # where classes live (serving/class_store.py); None: in memory
     classes: bool = True                # class mode on
 
     @classmethod

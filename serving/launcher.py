@@ -14,7 +14,7 @@ is served by several processes. HAProxy (Debian's package `haproxy`) in front of
   them reach an app process;
 - checks each process's /_stcore/health; when one dies, its students' browsers reconnect
   to a live one, which rebuilds their page from the link in the address bar.
-Classes (a teacher's screen followed by the students', serving/classroom.py) live in Redis, so that
+Classes (a teacher's screen followed by the students', serving/class_store.py) live in Redis, so that
 the teacher and the students may sit on different processes: the launcher starts Debian's
 `redis-server` on loopback (or uses `--redis URL`, a school's own) and restarts it if it dies.
 `--backend HOST:PORT` adds app servers on other machines (each started there, from the root
@@ -152,7 +152,7 @@ class Launcher:
                                            stderr=subprocess.STDOUT if self.args.quiet else None)
 
     def start_redis(self) -> None:
-        """Where classes live (serving/classroom.py): --redis URL, else a redis-server of our own on
+        """Where classes live (serving/class_store.py): --redis URL, else a redis-server of our own on
         loopback (its data in a temporary folder, kept across its restarts). Without either, classes
         stay in each process's memory: one process shares them, several cannot (then switched off)."""
         if self.args.redis:

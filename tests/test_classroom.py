@@ -1,4 +1,4 @@
-"""Classes that follow their teacher (serving/classroom.py): the same tests on the in-memory store
+"""Classes that follow their teacher (serving/class_store.py): the same tests on the in-memory store
 (`make app`) and on Redis (`make serve`; a redis-server started for the test on a free port)."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from serving import classroom
-from serving.classroom import ClassGone, MemoryStore, NotTeacher, RedisStore, StoreDown
+from serving import class_store
+from serving.class_store import ClassGone, MemoryStore, NotTeacher, RedisStore, StoreDown
 from tests.support import free_port
 
 REDIS = shutil.which("redis-server")
@@ -56,11 +56,11 @@ def store(store_and_clock):
 
 
 def test_codes_are_long_unambiguous_and_forgiving_to_type():
-    codes = {classroom.new_code() for _ in range(2000)}
-    assert len(codes) == 2000 and all(len(c) == 8 and set(c) <= set(classroom.ALPHABET) for c in codes)
-    assert not set("01OIL") & set(classroom.ALPHABET) and len(classroom.ALPHABET) ** 8 > 8e11
-    assert classroom.normalize_code(" abcd-efgh ") == "ABCDEFGH" and classroom.pretty("ABCDEFGH") == "ABCD-EFGH"
-    assert classroom.normalize_code("ABCD-EFG0") is None and classroom.normalize_code("ABC") is None
+    codes = {class_store.new_code() for _ in range(2000)}
+    assert len(codes) == 2000 and all(len(c) == 8 and set(c) <= set(class_store.ALPHABET) for c in codes)
+    assert not set("01OIL") & set(class_store.ALPHABET) and len(class_store.ALPHABET) ** 8 > 8e11
+    assert class_store.normalize_code(" abcd-efgh ") == "ABCDEFGH" and class_store.pretty("ABCDEFGH") == "ABCD-EFGH"
+    assert class_store.normalize_code("ABCD-EFG0") is None and class_store.normalize_code("ABC") is None
 
 
 def test_the_teacher_leads_and_only_the_teacher(store):
@@ -89,7 +89,7 @@ def test_followers_are_counted_while_they_check_in(store_and_clock):
         store.check_in(c.code, student)
     store.check_in(c.code, "s1")
     assert store.followers(c.code) == 3
-    clock.now += classroom.FOLLOWER_SECONDS - 1
+    clock.now += class_store.FOLLOWER_SECONDS - 1
     store.check_in(c.code, "s2")
     clock.now += 2
     assert store.followers(c.code) == 1                  # s1 and s3 went quiet
@@ -114,7 +114,7 @@ def test_a_poll_takes_one_anonymous_answer_per_student_until_revealed(store):
     store.close_poll(c.code, c.secret)
     assert store.view(c.code).poll is None
     assert [(p.id, p.revealed, p.open) for p in store.polls(c.code)] == [(poll.id, True, False)]
-    rows = list(csv.reader(io.StringIO(classroom.answers_csv([(p, store.answers(c.code, p.id))
+    rows = list(csv.reader(io.StringIO(class_store.answers_csv([(p, store.answers(c.code, p.id))
                                                               for p in store.polls(c.code)]))))
     assert rows[0][:5] == ["poll", "kind", "question", "student", "answer"] and len(rows) == 3
     assert {r[4] for r in rows[1:]} == {"Hund", "Mann"}
@@ -137,9 +137,9 @@ def test_a_class_without_its_teacher_for_hours_ends(store_and_clock):
     store, clock = store_and_clock
     c = store.start("overview", {})
     if isinstance(store, MemoryStore):
-        clock.now += classroom.IDLE_SECONDS - 10
+        clock.now += class_store.IDLE_SECONDS - 10
         store.publish(c.code, c.secret, "masks", {})       # a teacher action: hours more
-        clock.now += classroom.IDLE_SECONDS - 10
+        clock.now += class_store.IDLE_SECONDS - 10
         assert store.view(c.code).page == "masks"
         clock.now += 11
         with pytest.raises(ClassGone):
@@ -147,12 +147,12 @@ def test_a_class_without_its_teacher_for_hours_ends(store_and_clock):
         return
     import redis
     r, key = redis.Redis.from_url(store.url), store.key(c.code)      # Redis expires the keys itself
-    assert 0 < r.ttl(key) <= classroom.IDLE_SECONDS
+    assert 0 < r.ttl(key) <= class_store.IDLE_SECONDS
     r.expire(key, 5)
     store.check_in(c.code, "s1")                           # a student does not keep a class alive
     assert r.ttl(key) <= 5
     store.publish(c.code, c.secret, "masks", {})           # its teacher does
-    assert r.ttl(key) > classroom.IDLE_SECONDS - 5
+    assert r.ttl(key) > class_store.IDLE_SECONDS - 5
 
 
 def test_redis_out_of_reach_is_said_not_raised_as_anything_else():

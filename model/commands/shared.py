@@ -14,7 +14,7 @@ from model.storage import places
 from model.storage.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.training.data import DataError, group_references, read_parallel
 
-DEFAULT_CHECKPOINT = "multi30k-en-de"
+DEFAULT_CHECKPOINT = places.DEFAULT_CHECKPOINT
 
 
 def add_checkpoint_arg(p: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]      # model/storage/places.py -> the checkout (or site-packages)
 ENV = "TRANSFORMER_CHECKPOINTS"
+DEFAULT_CHECKPOINT = "multi30k-en-de"   # the model the app opens on and the tools use unless told
 PACKAGE_CHECKPOINTS = ROOT / "transformer_explained" / "checkpoints"   # where an installed wheel keeps them
 
 
