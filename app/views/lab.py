@@ -11,7 +11,8 @@ import io
 import re
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -22,12 +23,16 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 import figures
 from app import resources, state
 from app.context import Context, greedy_options
-from app.settings import radio, range_slider, selectbox, setting, slider, text_input, toggle
+from app.links import Site
+from app.settings import Settings, radio, range_slider, selectbox, setting, slider, text_input, toggle
+from app.state import StepCursor
 from app.ui import chart, fragment
 from app.views import stepper
 from i18n import N_, _, language, num
+from model.analysis.attribution import Attribution
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import Explanation, InputError, explain
+from model.storage.checkpoint import Checkpoint
 from model.training import tasks
 from model.training.lab import SWITCHES, LabRun, LabSettings, Snapshot
 from model.training.tasks import TASKS, TaskSpec
@@ -269,22 +274,42 @@ def _afterwards(ctx: Context, job: Job) -> None:
     _save(job)
 
 
-class LabContext(Context):
-    """A Context over a lab model, which is in no checkpoint directory: its figures are
-    cached under the job's id, and its decodings come from the session's own memo."""
-
-    def __init__(self, checkpoint, settings, text, explanation, key: str,
-                 explained: Callable[[str, DecodeOptions], Explanation]) -> None:
-        super().__init__(checkpoint, settings, text, explanation)
-        self.key, self.explained = key, explained
-
-    @property
-    def path(self) -> str:
-        return self.key
+@dataclass
+class LabStepping:
+    """What the step-through needs (stepper.Stepping), over a lab model, which is in no checkpoint
+    directory: its figures and attribution are cached under the job's id, its decodings come from
+    the session's own memo."""
+    checkpoint: Checkpoint
+    settings: Settings
+    text: str
+    explanation: Explanation
+    path: str                                              # "lab:<job id>": the cache key, not a directory
+    explained: Callable[[str, DecodeOptions], Explanation]
+    site: Site | None = None
 
     @cached_property
     def greedy(self) -> Explanation:
+        if self.settings.opts.method == "greedy":
+            return self.explanation
         return self.explained(self.explanation.text, greedy_options(self.settings.opts))
+
+    @property
+    def cursor(self) -> StepCursor:
+        return state.cursor()
+
+    @property
+    def figure_key(self) -> tuple:
+        return self.path, self.explanation.text, self.settings.opts
+
+    def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure], cache: bool = True) -> go.Figure:
+        if not cache:
+            return self.settings.display.apply(build())
+        return resources.get_figure(name, (self.figure_key, key), self.settings.display, language(), build)
+
+    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
+                    gradients: bool = True) -> Attribution:
+        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress,
+                                         gradients)
 
 
 def _decode(ctx: Context, job: Job) -> None:
@@ -303,7 +328,7 @@ def _decode(ctx: Context, job: Job) -> None:
         st.warning(_("Not in this task's vocabulary (read as <unk>): {words}").format(words=", ".join(unknown)))
     st.markdown(_("**Output** ({method}, the sidebar's choice): `{output}`").format(
         method=_(ctx.settings.opts.method), output=ex.output or _("(nothing)")))
-    stepper.stepping(LabContext(ckpt, ctx.settings, text, ex, key=f"lab:{job.id}", explained=_explained))
+    stepper.stepping(LabStepping(ckpt, ctx.settings, text, ex, f"lab:{job.id}", _explained, ctx.site))
 
 
 def _lab_checkpoint(job: Job):

@@ -3,20 +3,53 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable
+from typing import Protocol
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import figures
 from app import classroom, polls, state
 from app.context import Context
-from app.settings import flag, setting, toggle
+from app.links import Site
+from app.settings import Settings, flag, setting, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment
 from i18n import N_, _, num
+from model.analysis.attribution import Attribution
 from model.analysis.readings import first_divergence, tree_until
 from model.inference.confidence import LOW_TOKEN_PROB
 from model.inference.decoding import StepRecord
+from model.inference.pipeline import Explanation
+from model.storage.checkpoint import Checkpoint
+
+
+class Stepping(Protocol):
+    """What the step-through needs of its caller: a page's `Context`, or the training lab's model
+    (app/views/lab.py's `LabStepping`), which is in no checkpoint directory."""
+    checkpoint: Checkpoint
+    settings: Settings
+    site: Site | None
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def explanation(self) -> Explanation: ...
+
+    @property
+    def greedy(self) -> Explanation: ...
+
+    @property
+    def cursor(self) -> StepCursor: ...
+
+    def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure], cache: bool = True) -> go.Figure: ...
+
+    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
+                    gradients: bool = True) -> Attribution: ...
+
 
 ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
 STEP_USED_CHART = setting("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too
@@ -61,7 +94,7 @@ def render(ctx: Context) -> None:
 
 
 @fragment
-def stepping(ctx: Context) -> None:
+def stepping(ctx: Stepping) -> None:
     """Everything a step changes. A fragment: Prev / Next / Play / the slider rerun only this,
     not the sidebar, the sentence and its translation (a class on one link steps together)."""
     ex, settings = ctx.explanation, ctx.settings
@@ -92,7 +125,7 @@ def stepping(ctx: Context) -> None:
         _play(cursor, len(steps))
 
 
-def _pick_hypothesis(record: StepRecord, ctx: Context, t: int) -> int:
+def _pick_hypothesis(record: StepRecord, ctx: Stepping, t: int) -> int:
     if len(record.hypotheses) == 1:
         return 0
     decode = ctx.checkpoint.tgt_tokenizer.decode
@@ -101,7 +134,7 @@ def _pick_hypothesis(record: StepRecord, ctx: Context, t: int) -> int:
     return st.selectbox(_("Hypothesis to inspect"), range(len(names)), format_func=names.__getitem__, key=f"hyp_{t}")
 
 
-def _beam_tree(ctx: Context, steps: list[StepRecord], t: int, chosen: int) -> None:
+def _beam_tree(ctx: Stepping, steps: list[StepRecord], t: int, chosen: int) -> None:
     every_step = toggle(st, ALL_PRUNED, _("Show the pruned candidates of every step"),
                         help=_("Off: only the current step's pruned candidates, so a wide beam stays readable."))
 
@@ -114,7 +147,7 @@ def _beam_tree(ctx: Context, steps: list[StepRecord], t: int, chosen: int) -> No
     chart(st, fig, key="tree", settings=ctx.settings)
 
 
-def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
+def _next_token(ctx: Stepping, record: StepRecord, chosen: int) -> None:
     """The next-token probabilities of the chosen hypothesis, and the attention of its new position."""
     settings, pieces = ctx.settings, ctx.checkpoint.tgt_tokenizer.pieces
     hyp = record.hypotheses[chosen]
@@ -139,7 +172,7 @@ def _next_token(ctx: Context, record: StepRecord, chosen: int) -> None:
             chart(st, own, key="self_row", settings=settings)
 
 
-def _used(ctx: Context, record: StepRecord, chosen: int) -> None:
+def _used(ctx: Stepping, record: StepRecord, chosen: int) -> None:
     """What the token of this step used (ALTI+) beside where it looked, for a hypothesis that is the
     start of the final translation (the attribution is the final translation's, one per sentence):
     a line of text, and on request a chart (each chart on this page costs every student in a class
@@ -175,7 +208,7 @@ def _top(tokens: list[str], values: np.ndarray, k: int = 3) -> str:
     return ", ".join(f"{figures.label(tokens[i])} {v[i]:.0%}" for i in np.argsort(-v, kind="stable")[:k])
 
 
-def _token_confidence(ctx: Context) -> None:
+def _token_confidence(ctx: Stepping) -> None:
     """How sure the model was of each token of the finished translation: one figure per sentence,
     the same at every step (a class pressing Next together rebuilds nothing)."""
     ex = ctx.explanation
@@ -200,7 +233,7 @@ def _chosen_token(record: StepRecord, index: int) -> int | None:
     return None
 
 
-def _side_by_side(ctx: Context) -> None:
+def _side_by_side(ctx: Stepping) -> None:
     st.subheader(_("Greedy and beam side by side"))
     g, b = ctx.greedy.result.tokens, ctx.explanation.result.tokens
     where = first_divergence(g, b)
