@@ -28,6 +28,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 
 from app import resources, state
 from app.links import Site
@@ -35,6 +36,7 @@ from app.settings import Settings
 from app.state import StepCursor
 from i18n import language
 from model.analysis.attribution import Attribution
+from model.inference.decoding import ForcedResult
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import Explanation
 from model.network.trace import Recording, Trace
@@ -96,6 +98,14 @@ class Context:
 
     def knocked_out(self, heads: frozenset[str]) -> Explanation:
         return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, knockout=heads)
+
+    def token_probabilities(self, knockout: frozenset[str] = frozenset()) -> ForcedResult:
+        """Each output token's probability and rank, fed the translation so far (heads `knockout` off)."""
+        return resources.get_token_probabilities(self.path, self.explanation.text, self.settings.opts, knockout)
+
+    def logit_lens(self) -> torch.Tensor:
+        """(L, T, V): each decoder layer's next-token log-probabilities; the last layer's is the model's own."""
+        return resources.get_logit_lens(self.path, self.explanation.text, self.settings.opts, WITH_STREAM)
 
     def encoder_batch(self, texts: tuple[str, ...]) -> Trace:
         return resources.get_encoder_batch(self.path, texts)

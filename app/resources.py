@@ -20,7 +20,7 @@ from model.analysis import heads
 from model.analysis.attribution import Attribution, attribute
 from model.analysis.heads import HeadStatistics
 from model.analysis.heads import store as heads_store
-from model.inference.decoding import DecodeResult
+from model.inference.decoding import DecodeResult, ForcedResult
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import (
     SCORES,
@@ -31,7 +31,9 @@ from model.inference.pipeline import (
     explain_decoded,
     knockout_effects,
     source_ids,
+    token_probabilities,
 )
+from model.inference.stream import logit_lens
 from model.network.trace import Recording, Trace
 from model.storage import hub, places
 from model.storage.checkpoint import Checkpoint, load_checkpoint
@@ -111,6 +113,25 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
         return explain_decoded(ckpt, text, ids, decode_batcher()((path, opts), ids))
     plain = get_explanation(path, text, opts)
     return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def get_token_probabilities(path: str, text: str, opts: DecodeOptions,
+                            knockout: frozenset[str] = frozenset()) -> ForcedResult:
+    """Each token of the sentence's translation (then EOS): its probability and rank when the decoder is
+    fed the translation so far, with `knockout`'s heads switched off (the knockout page's before/after)."""
+    ex = get_explanation(path, text, opts)
+    return token_probabilities(get_checkpoint(path), ex.source_ids, ex.result.tokens, knockout)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recording) -> torch.Tensor:
+    """(L, T, V): each decoder layer's next-token log-probabilities over the translation, read from its
+    trace recorded with the stream (`recording`); the last layer's is the model's own distribution
+    (the overview's output block and its logit lens)."""
+    trace = get_explanation(path, text, opts, recording=recording).trace
+    with torch.inference_mode():
+        return logit_lens(get_checkpoint(path).model, trace)[:, 0]
 
 
 @st.cache_resource(show_spinner=False)

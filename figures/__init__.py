@@ -3,8 +3,9 @@
 One module per topic; this package names every builder so that pages can write
 `figures.attention_heatmap(...)`. The display (font size, colour scale) is not an
 argument of any builder: `figures.common.Display.apply` sets it once, where a figure is
-cached (app/ui.py). The paper's figure 1 is `figures.diagram`, the lesson's steps with
-their figures `figures.lesson`.
+cached (app/ui.py). The paper's figure 1 is `figures.diagram`; the lesson's steps, which
+pick their arrays from a trace, live with their page (app/views/lesson.py). No builder runs
+the model or imports torch (tests/test_structure.py).
 """
 from figures.attention import (
     attention_grid,

@@ -190,7 +190,7 @@ def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
 
 
 def test_the_whole_lesson_by_keyboard(server, browser):
-    from figures.lesson import STEPS
+    from app.views.lesson import STEPS
     page = open_page(browser, f"{server[0]}/lesson", ".st-key-page-lesson [data-testid='stPlotlyChart']", 1400)
     for k, step in enumerate(STEPS, start=1):
         page.locator("h2", has_text=step.title).first.wait_for(timeout=20_000)

@@ -112,7 +112,7 @@ def test_the_attention_block_opens_the_explorer_at_its_kind_and_layer(at):
 
 # ---- the guided lesson --------------------------------------------------------------------------
 def test_every_lesson_step_draws_its_text_formula_figure_and_try_this(app_checkpoints, monkeypatch):
-    from figures.lesson import STEPS
+    from app.views.lesson import STEPS
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     at = goto(AppTest.from_file(APP, default_timeout=60).run(), "lesson")
     for k, step in enumerate(STEPS, start=1):
@@ -129,7 +129,7 @@ def test_every_lesson_step_draws_its_text_formula_figure_and_try_this(app_checkp
 
 
 def test_a_lesson_link_opens_its_step(app_checkpoints, monkeypatch):
-    from figures.lesson import STEPS
+    from app.views.lesson import STEPS
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update({"view": "lesson", "text": "the dog runs", "lesson": "9"})
@@ -140,7 +140,7 @@ def test_a_lesson_link_opens_its_step(app_checkpoints, monkeypatch):
 
 
 def test_the_cost_step_counts_this_sentences_scores():
-    from figures.lesson import STEPS, LessonData
+    from app.views.lesson import STEPS, LessonData
     from model.inference.pipeline import explain
     from model.network.tokenizer import Tokenizer
     from model.storage.checkpoint import Checkpoint
@@ -155,7 +155,7 @@ def test_the_cost_step_counts_this_sentences_scores():
 
 
 def test_the_confidence_step_shows_the_probability_of_every_output_token():
-    from figures.lesson import STEPS, LessonData
+    from app.views.lesson import STEPS, LessonData
     from model.inference.pipeline import explain
     from model.network.tokenizer import Tokenizer
     from model.storage.checkpoint import Checkpoint

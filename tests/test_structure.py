@@ -136,6 +136,21 @@ def test_the_model_s_package_files_only_re_export():
     assert not logic, logic
 
 
+def test_figures_are_pure_builders():
+    """figures/ draws arrays it is given: no torch, and nothing of the model that runs it (decoding,
+    the pipeline, attribution, checkpoints); the network's names and config describe what it draws."""
+    wrong = []
+    for name, tree in _modules().items():
+        if name.split(".")[0] != "figures":
+            continue
+        for node in ast.walk(tree):
+            imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                        else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            wrong += [f"{name} imports {m}" for m in imported
+                      if m.split(".")[0] == "torch" or (m.startswith("model.") and not m.startswith("model.network"))]
+    assert not wrong, wrong
+
+
 def test_only_the_app_imports_streamlit_and_every_app_module_does():
     """Streamlit's protocol buffers are the one exception: serving/protocol.py speaks them."""
     outside = [n for n, tree in _modules().items() if not n.startswith("app") and "streamlit" in _project_imports(tree)

@@ -10,7 +10,7 @@ from app.context import Context
 from app.settings import multiselect, setting
 from app.ui import chart, described
 from i18n import N_, _, ngettext, num
-from model.inference.pipeline import head_names, token_probabilities
+from model.inference.pipeline import head_names
 from model.network.kinds import STACKS
 from model.storage.checkpoint import Checkpoint
 
@@ -93,8 +93,7 @@ def render(ctx: Context) -> None:
         n=len(off), output=knocked.output or _("(empty)")))
     st.caption(_("identical translation") if knocked.result.tokens == ex.result.tokens
                else _("the translation changed"))
-    before = token_probabilities(ckpt, ex.source_ids, ex.result.tokens)
-    after = token_probabilities(ckpt, ex.source_ids, ex.result.tokens, off)
+    before, after = ctx.token_probabilities(), ctx.token_probabilities(off)
     tokens = ckpt.tgt_tokenizer.pieces(before.tokens)
     fig = ctx.figure("ko_probs", off, lambda: figures.probability_change(tokens, before.probs, after.probs))
     chart(st, fig, key="ko_probs", settings=settings)

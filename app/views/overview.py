@@ -20,7 +20,7 @@ from app.views.explore import KIND
 from figures import diagram
 from i18n import _, num
 from model.inference import stream
-from model.inference.decoding import output_log_probs, sampling_distribution
+from model.inference.decoding import sampling_distribution
 from model.network import names
 from model.network.kinds import of_module
 from model.network.trace import Trace
@@ -58,8 +58,7 @@ def overview(ctx: Context) -> None:
                     format_func=lambda i: f"{i}: {tgt[i]}")
     layer = selectbox(c[2], OV_LAYER, _("Layer shown in the N× stacks"),
                       range(min(cfg.n_encoder_layers, cfg.n_decoder_layers)))
-    with torch.no_grad():
-        log_probs = output_log_probs(ctx.checkpoint.model, trace.stack_output("decoder")[0])   # (T, V)
+    log_probs = ctx.logit_lens()[-1]          # (T, V): the model's own next-token distribution, cached
     top = _top(ctx, log_probs[pos], 5)
     block = _block_picker(ctx, trace, token, pos, layer, top)
     st.divider()
@@ -262,7 +261,7 @@ def output_panel(ctx: Context, trace: Trace, block: str, where: tuple, log_probs
 
 
 def _logit_lens(ctx: Context, trace: Trace, pos: int) -> None:
-    lens = stream.logit_lens(ctx.checkpoint.model, trace)[:, 0, pos]    # (L, V)
+    lens = ctx.logit_lens()[:, pos]           # (L, V), from the shared cache
     chosen = ctx.explanation.target_ids[pos + 1] if pos + 1 < len(ctx.explanation.target_ids) else \
         ctx.checkpoint.config.eos_id
     ranks = stream.token_ranks(lens, torch.full((lens.size(0),), chosen))

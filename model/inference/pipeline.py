@@ -191,6 +191,14 @@ def token_probabilities(ckpt: Checkpoint, source: list[int], output: list[int],
     return forced_decode(ckpt.model, src, output, knockout=knockout)
 
 
+def next_token_distribution(ckpt: Checkpoint, hidden: torch.Tensor, k: int) -> tuple[list[int], list[float]]:
+    """The k likeliest next tokens (ids) and their probabilities, after the decoder's final vector
+    `hidden` (D,): the softmax over the whole vocabulary."""
+    with torch.no_grad():
+        top = output_log_probs(ckpt.model, hidden).exp().topk(k)
+    return top.indices.tolist(), top.values.tolist()
+
+
 def log_probability(ckpt: Checkpoint, source: list[int], output: list[int],
                     knockout: frozenset[str] = frozenset()) -> float:
     """log P(output, then EOS | source), with the heads `knockout` switched off."""
