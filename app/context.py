@@ -8,8 +8,8 @@
     ctx.with_qkv        the explanation with each head's Q, K, V  } asked for, cached
     ctx.with_stream     the explanation with the residual stream  } per process
     ctx.knocked_out(h)  the explanation with heads h switched off }
-    ctx.attribution(ig) what each generated token used, by every method (with integrated gradients
-                        when ig), computed once per process
+    ctx.attribution(upto) what each generated token used, by every method up to a cost (Cost.TRACE:
+                        one traced pass; Cost.INTEGRATED: with integrated gradients), once per process
     ctx.encoder_batch(texts)  a padded batch of sentences through the encoder
     ctx.cursor          the step-through page's StepCursor (session state)
     ctx.figure(name, key, build)  a figure of this sentence, built once per process (key: what
@@ -35,7 +35,7 @@ from app.links import Site
 from app.settings import Settings
 from app.state import StepCursor
 from i18n import language
-from model.analysis.attribution import Attribution
+from model.analysis.attribution import Attribution, Cost
 from model.inference.decoding import ForcedResult
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import Explanation
@@ -86,15 +86,13 @@ class Context:
     def with_qkv(self) -> Explanation:
         return self.recorded(WITH_QKV)
 
-    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
-                    gradients: bool = True) -> Attribution:
-        """What each token of the translation used (model/analysis/attribution), computed once per process;
-        gradients=False: only the attention methods and ALTI+ (one traced pass)."""
-        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress,
-                                         gradients)
+    def attribution(self, upto: Cost, on_progress: Callable[[int, int], None] | None = None) -> Attribution:
+        """What each token of the translation used (model/analysis/attribution), every method up to the cost
+        `upto` (Cost.TRACE: the attention methods and ALTI+, one traced pass), computed once per process."""
+        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, upto, on_progress)
 
-    def attribution_ready(self, integrated: bool) -> bool:
-        return resources.attribution_ready(self.figure_key, integrated)
+    def attribution_ready(self, upto: Cost) -> bool:
+        return resources.attribution_ready(self.figure_key, upto)
 
     def knocked_out(self, heads: frozenset[str]) -> Explanation:
         return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, knockout=heads)

@@ -17,7 +17,7 @@ import torch
 from figures import Display
 from i18n import _
 from model.analysis import heads
-from model.analysis.attribution import Attribution, attribute
+from model.analysis.attribution import Attribution, Cost, attribute
 from model.analysis.heads import HeadStatistics
 from model.analysis.heads import store as heads_store
 from model.inference.decoding import DecodeResult, ForcedResult
@@ -158,19 +158,19 @@ def _attributions() -> Once[Attribution]:
     return Once(keep=32)
 
 
-def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, integrated: bool,
-                    on_progress: Callable[[int, int], None] | None = None, gradients: bool = True) -> Attribution:
+def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, upto: Cost,
+                    on_progress: Callable[[int, int], None] | None = None) -> Attribution:
     """Every attribution method's reading of a translation (model/analysis/attribution) of `ckpt`, whose
-    explanation `ex` is known by `key` (checkpoint path, text, options); integrated: with integrated
-    gradients (seconds; on_progress(done, total) per token, for the session that computes). Once per
-    process: a class on one link waits for one computation."""
-    return _attributions().get((key, integrated, gradients), lambda: attribute(
-        ckpt, ex.source_ids, ex.result.tokens, integrated=integrated, on_progress=on_progress, gradients=gradients))
+    explanation `ex` is known by `key` (checkpoint path, text, options), up to the cost `upto`
+    (Cost.INTEGRATED: seconds; on_progress(done, total) per token, for the session that computes). Once
+    per process: a class on one link waits for one computation."""
+    return _attributions().get((key, upto), lambda: attribute(ckpt, ex.source_ids, ex.result.tokens, upto,
+                                                              on_progress=on_progress))
 
 
-def attribution_ready(key: Hashable, integrated: bool) -> bool:
+def attribution_ready(key: Hashable, upto: Cost) -> bool:
     """Whether get_attribution would answer at once."""
-    return _attributions().ready((key, integrated, True))
+    return _attributions().ready((key, upto))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

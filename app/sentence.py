@@ -12,7 +12,7 @@ import streamlit as st
 from app import polls, resources, state
 from app.settings import MAX_TEXT_CHARS, TEXT, Settings
 from i18n import N_, _, ngettext, num
-from model.analysis.attribution import attribution_json
+from model.analysis.attribution import Cost, attribution_json
 from model.inference.pipeline import Explanation, InputError, explanation_json
 from model.storage.checkpoint import Checkpoint
 
@@ -145,10 +145,10 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
                       "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why)
 
 
-def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, integrated: bool = False) -> dict:
-    """The trace format with its `attribution` part (docs/trace-format.md)."""
+def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, upto: Cost = Cost.GRADIENT) -> dict:
+    """The trace format with its `attribution` part (docs/trace-format.md), every method up to `upto`."""
     out = explanation_json(ex, ckpt, settings.opts)
-    att = resources.get_attribution(ckpt, ex, (str(settings.checkpoint), ex.text, settings.opts), integrated)
+    att = resources.get_attribution(ckpt, ex, (str(settings.checkpoint), ex.text, settings.opts), upto)
     return out | {"attribution": attribution_json(att)}
 
 

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import torch
 
-from model.analysis.attribution import attribute
+from model.analysis.attribution import Cost, attribute
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import decode_many, source_ids
 from model.storage.checkpoint import load_checkpoint
@@ -42,9 +42,9 @@ def timed(ckpt, text: str, repeat: int) -> dict[str, float]:
     fast, ig, tokens = [], [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        attribute(ckpt, ids, out, integrated=False)
+        attribute(ckpt, ids, out, upto=Cost.GRADIENT)
         t1 = time.perf_counter()
-        att = attribute(ckpt, ids, out, integrated=True)
+        att = attribute(ckpt, ids, out, upto=Cost.INTEGRATED)
         fast.append(t1 - t0)
         ig.append(att.seconds["integrated_gradients"])
         tokens.append(int(att.ig.steps.sum()))
@@ -60,7 +60,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     ckpt = load_checkpoint(args.checkpoint)
-    attribute(ckpt, source_ids(ckpt, "A dog."), [5], integrated=True)           # warm-up
+    attribute(ckpt, source_ids(ckpt, "A dog."), [5], upto=Cost.INTEGRATED)           # warm-up
     sentences = GERMAN if ckpt.src_lang == "de" else SENTENCES
     rows = [timed(ckpt, s, args.repeat) for s in sentences] + ([timed(ckpt, LONG, 1)] if ckpt.src_lang == "en" else [])
     print(f"{'source':>6} {'generated':>9} {'all but IG (s)':>15} {'IG (s)':>7} {'IG points':>9}")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.analysis.attribution import RECORDING, attribute, attribution_json, traced_pass
+from model.analysis.attribution import RECORDING, Cost, attribute, attribution_json, traced_pass
 from model.analysis.attribution.alti import AltiUnavailable, alti_plus, contributions, decompose
 from model.analysis.attribution.attention import raw_attention, value_norm, value_vectors, weighted_terms
 from model.analysis.attribution.faithfulness import comprehensiveness, erased_log_probs, random_ranking
@@ -114,14 +114,14 @@ def test_alti_says_why_not_for_a_pre_norm_model(tokenizer):
     src, out = _ids(ckpt, "the dog")
     with pytest.raises(AltiUnavailable, match="post-norm"):
         alti_plus(traced_pass(ckpt, src, out)[0], ckpt.model)
-    att = attribute(ckpt, src, out, integrated=False)
+    att = attribute(ckpt, src, out, upto=Cost.GRADIENT)
     assert "alti" not in att.scores and "post-norm" in att.unavailable["alti"]
     assert "rollout" in att.scores and "value_norm" in att.scores
 
 
 def test_rollout_rows_are_distributions(shipped):
     src, out = _ids(shipped, "Two dogs run through the snow.")
-    s = attribute(shipped, src, out, integrated=False).scores["rollout"]
+    s = attribute(shipped, src, out, upto=Cost.GRADIENT).scores["rollout"]
     assert s.source.min() >= 0 and s.prefix.min() >= 0
     np.testing.assert_allclose(s.source.sum(-1) + s.prefix.sum(-1), 1.0, atol=1e-9)
 
@@ -237,7 +237,7 @@ def test_copy_model_erasing_the_top_token_costs_most():
     ckpt = copy_model()
     src = source_ids(ckpt, "f f b f")
     out = [src[2]]
-    att = attribute(ckpt, src, out, integrated=False)
+    att = attribute(ckpt, src, out, upto=Cost.GRADIENT)
     p = Pass.of(ckpt.model, src, out)
     for key in ("alti", "grad_x_input", "attention"):
         top, last = att.scores[key].ranking()[0, 0], att.scores[key].ranking()[0, -1]
@@ -269,10 +269,10 @@ def test_attribution_json_and_the_command_line(shipped, tmp_path, capsys):
 
 def test_bad_inputs_give_attribution_not_tracebacks(shipped, tokenizer):
     one = source_ids(shipped, "Hi")                              # a one-token source
-    att = attribute(shipped, one[-2:], [], integrated=True)      # and an empty translation (EOS only)
+    att = attribute(shipped, one[-2:], [], upto=Cost.INTEGRATED)      # and an empty translation (EOS only)
     assert att.scores["alti"].source.shape == (1, 2)
     long = source_ids(shipped, " ".join(["dog"] * 100))[:100]
-    att = attribute(shipped, long, explain(shipped, "dog " * 30).result.tokens[:5], integrated=False)
+    att = attribute(shipped, long, explain(shipped, "dog " * 30).result.tokens[:5], upto=Cost.GRADIENT)
     assert att.scores["alti"].source.shape[1] == 100
     lab = Checkpoint(tiny_model(tokenizer.vocab_size, residual=False, positional_encoding=False, causal_mask=False,
                                 scale_attention=False), tokenizer, tokenizer)
@@ -290,7 +290,7 @@ def test_recording_for_attribution_leaves_the_output_unchanged(shipped):
         plain = shipped.model(s, tgt)
         traced = shipped.model(s, tgt, Trace(RECORDING))
     torch.testing.assert_close(plain, traced, atol=1e-5, rtol=1e-5)
-    json.dumps(attribution_json(attribute(shipped, src, out, integrated=False)))      # plain JSON
+    json.dumps(attribution_json(attribute(shipped, src, out, upto=Cost.GRADIENT)))      # plain JSON
 
 
 def test_the_cli_is_named_in_the_readme():
@@ -335,3 +335,11 @@ def test_the_quadrature_knows_each_cells_error_and_refines_where_it_is():
                                                everywhere[:-1] + 2 * np.diff(everywhere) / 3]))
     assert n_local < len(everywhere) - 1
     assert adaptive_edges(path, 8)[0] == 0.0
+
+
+def test_the_trace_format_documents_every_registered_method():
+    from model.analysis.attribution import REGISTRY
+    doc = (ROOT / "docs" / "trace-format.md").read_text()
+    missing = [spec.key for spec in REGISTRY if f"`{spec.key}`" not in doc]
+    assert not missing, f"docs/trace-format.md does not name {missing}"
+    assert {spec.key for spec in REGISTRY if spec.joint} == {"rollout", "alti", "grad_x_input", "integrated_gradients"}

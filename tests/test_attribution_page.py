@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from model.analysis.attribution.scores import Scores
 from model.storage.checkpoint import write_config_entry
 from tests.support import APP, goto, page_of
 
@@ -80,3 +82,31 @@ def test_a_long_sentence_waits_for_a_click_before_integrated_gradients(at):
     at.selectbox(key="attr_reference").set_value("rollout").run()        # any later rerun: computed, no button
     assert IG in at.multiselect(key="attr_methods").options
     assert not any(b.key == "attr_ig_go" for b in at.button)
+
+
+def _first_source_token(inputs, layer):
+    """A toy method: every generated token used the first source token alone."""
+    t, s = len(inputs.output) + 1, len(inputs.source)
+    source = np.zeros((t, s))
+    source[:, 0] = 1.0
+    return Scores("toy_first", source, np.zeros((t, t)), joint=True)
+
+
+def test_a_method_added_to_the_registry_is_on_the_page_and_in_the_json(app_checkpoints, monkeypatch):
+    """Adding a method is one registry line (and its computation): `attribute` computes it, the JSON
+    carries it with its label, and the page lists it."""
+    from model.analysis.attribution import REGISTRY, Cost, MethodSpec, attribute, attribution_json
+    from model.storage.checkpoint import load_checkpoint
+    toy = MethodSpec("toy_first", "First source token (toy)", "A test's method.", Cost.TRACE, True,
+                     _first_source_token)
+    monkeypatch.setattr("model.analysis.attribution.registry.REGISTRY", [*REGISTRY, toy])
+    ckpt = load_checkpoint(app_checkpoints / "multi30k-en-de")
+    att = attribute(ckpt, ckpt.src_tokenizer.encode("a dog") + [ckpt.config.eos_id], [5, 6], Cost.TRACE)
+    part = attribution_json(att)["methods"]["toy_first"]
+    assert part["label"] == "First source token (toy)" and part["joint"] and part["source_share"] == [1.0] * 3
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.text_input(key="text").set_value("a toy method's own sentence").run()
+    goto(at, "attribution")
+    assert not at.exception
+    assert "First source token (toy)" in at.multiselect(key="attr_methods").options

@@ -15,13 +15,13 @@ from app.settings import flag, layer_head, multiselect, selectbox, setting, togg
 from app.ui import chart, csv_button
 from figures.attribution import PREFIX_MARK
 from i18n import N_, _, num
-from model.analysis.attribution import Attribution, Method, methods
+from model.analysis.attribution import NOT_ASKED, REGISTRY, Attribution, Cost, Method, methods
 from model.analysis.attribution.attention import method_key, raw_attention, value_norm
 from model.analysis.attribution.faithfulness import KS, RANDOM
 
 METHODS = setting("attr_methods", None, ())                 # the heatmaps shown (default: below)
 INTEGRATED = setting("attr_ig", "ig", True, flag)            # compute integrated gradients
-JOINT = ("alti", "integrated_gradients", "grad_x_input", "rollout")
+JOINT = tuple(sorted((s.key for s in REGISTRY if s.joint), key=lambda k: k != "alti"))   # ALTI+ first
 REFERENCE = setting("attr_reference", "reference", "alti", choices=JOINT)   # what the heads are compared with
 LONG = 40                       # generated tokens above which integrated gradients wait for a click
 IG_SECONDS_PER_CELL = 0.003     # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
@@ -56,7 +56,7 @@ def _attribution(ctx: Context) -> Attribution:
                             "computed once per sentence for everyone on this server."))
     ex = ctx.explanation
     generated, source = len(ex.result.tokens) + 1, len(ex.source_ids)
-    if with_ig and generated > LONG and not ctx.attribution_ready(True):
+    if with_ig and generated > LONG and not ctx.attribution_ready(Cost.INTEGRATED):
         seconds = IG_SECONDS_PER_CELL * generated * (source + generated)
         with_ig = st.button(_("Compute integrated gradients for this long sentence (about {s} s)").format(
                                 s=num(seconds, ".0f")),
@@ -67,10 +67,10 @@ def _attribution(ctx: Context) -> Attribution:
         bar.progress(done / total, text=_("integrated gradients: token {done} of {total}").format(done=done,
                                                                                                    total=total))
     with st.spinner(_("Working out what the model used…"), show_time=True):     # others wait for one computation
-        att = ctx.attribution(with_ig, progress)
+        att = ctx.attribution(Cost.INTEGRATED if with_ig else Cost.GRADIENT, progress)
     bar.empty()
     for key, why in att.unavailable.items():
-        if key in att.methods and not (key == "integrated_gradients" and not with_ig):
+        if key in att.methods and why not in NOT_ASKED.values():        # not asked for: the toggle says so
             st.info(f"{att.methods[key].shown()}: {_(why)}.", icon=":material/info:")
     return att
 

@@ -29,7 +29,7 @@ from app.state import StepCursor
 from app.ui import chart, fragment
 from app.views import stepper
 from i18n import N_, _, language, num
-from model.analysis.attribution import Attribution
+from model.analysis.attribution import Attribution, Cost
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import Explanation, InputError, explain
 from model.storage.checkpoint import Checkpoint
@@ -306,10 +306,8 @@ class LabStepping:
             return self.settings.display.apply(build())
         return resources.get_figure(name, (self.figure_key, key), self.settings.display, language(), build)
 
-    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
-                    gradients: bool = True) -> Attribution:
-        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, integrated, on_progress,
-                                         gradients)
+    def attribution(self, upto: Cost, on_progress: Callable[[int, int], None] | None = None) -> Attribution:
+        return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, upto, on_progress)
 
 
 def _decode(ctx: Context, job: Job) -> None:

@@ -18,7 +18,7 @@ from app.context import Context
 from app.settings import selectbox, setting
 from app.ui import chart
 from i18n import N_, _, num
-from model.analysis.attribution import Attribution
+from model.analysis.attribution import Attribution, Cost
 from model.analysis.attribution.attention import method_key
 from model.inference.confidence import LOW_TOKEN_PROB
 from model.inference.pipeline import Explanation, next_token_distribution, token_probabilities
@@ -297,6 +297,6 @@ def render(ctx: Context) -> None:
     st.markdown(_(step.text))
     st.latex(step.formula)
     fig = ctx.figure("lesson", k, lambda: step.figure(LessonData(ctx.checkpoint, ctx.with_stream,
-                                                                 lambda: ctx.attribution(False, gradients=False))))
+                                                                 lambda: ctx.attribution(Cost.TRACE))))
     chart(st, fig, key="lesson_figure", settings=ctx.settings)
     st.info(_("**Try this:** {task}").format(task=_(step.try_this)), icon=":material/science:")

@@ -18,7 +18,7 @@ from app.settings import Settings, flag, setting, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment
 from i18n import N_, _, num
-from model.analysis.attribution import Attribution
+from model.analysis.attribution import Attribution, Cost
 from model.analysis.readings import first_divergence, tree_until
 from model.inference.confidence import LOW_TOKEN_PROB
 from model.inference.decoding import StepRecord
@@ -47,8 +47,7 @@ class Stepping(Protocol):
 
     def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure], cache: bool = True) -> go.Figure: ...
 
-    def attribution(self, integrated: bool, on_progress: Callable[[int, int], None] | None = None,
-                    gradients: bool = True) -> Attribution: ...
+    def attribution(self, upto: Cost, on_progress: Callable[[int, int], None] | None = None) -> Attribution: ...
 
 
 ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
@@ -182,7 +181,7 @@ def _used(ctx: Stepping, record: StepRecord, chosen: int) -> None:
     if hyp.tokens[1:] != final[:t] or t > len(final):
         st.caption(_("What the model used is computed for the final translation; this hypothesis is not its start."))
         return
-    att = ctx.attribution(False, gradients=False)         # one traced pass: the first page stays quick
+    att = ctx.attribution(Cost.TRACE)         # one traced pass: the first page stays quick
     key = "alti" if "alti" in att.scores else "value_norm"
     label, looked, used = att.methods[key].shown(), hyp.cross_attn.mean(dim=(0, 1)).numpy(), att.scores[key].source[t]
     share = att.scores[key].source_share()

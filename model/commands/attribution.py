@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from model.analysis.attribution import attribute, attribution_json
+from model.analysis.attribution import Cost, attribute, attribution_json
 from model.commands import registry as command
 from model.commands.shared import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
 from model.commands.translate import input_lines, read_input
@@ -28,14 +28,14 @@ from model.inference.pipeline import InputError, decode_many, source_ids
 from model.storage.checkpoint import Checkpoint
 
 
-def attribution_of(ckpt: Checkpoint, text: str, opts: DecodeOptions, integrated: bool) -> dict[str, Any]:
+def attribution_of(ckpt: Checkpoint, text: str, opts: DecodeOptions, upto: Cost) -> dict[str, Any]:
     """One sentence: its translation and every method's attribution (or the reason there is none)."""
     try:
         ids = source_ids(ckpt, text)
     except InputError as exc:
         return {"input": text, "error": str(exc)}
     output = decode_many(ckpt, [ids], opts)[0].tokens
-    att = attribute(ckpt, ids, output, integrated=integrated)
+    att = attribute(ckpt, ids, output, upto)
     part = attribution_json(att)
     alti = part["methods"].get("alti")
     return {"input": text, "output": ckpt.tgt_tokenizer.decode(output), "checkpoint": ckpt.name,
@@ -56,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ckpt = load_or_exit(args)
     opts = decode_options(args, ckpt)
+    upto = Cost.GRADIENT if args.no_integrated else Cost.INTEGRATED
     if args.text is not None:
-        result: Any = attribution_of(ckpt, args.text, opts, not args.no_integrated)
+        result: Any = attribution_of(ckpt, args.text, opts, upto)
         if "error" in result:
             fail(result["error"])
     else:
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             lines = input_lines(read_input(args.input))
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"{args.input}: cannot be read ({exc})")
-        result = [attribution_of(ckpt, line, opts, not args.no_integrated)
+        result = [attribution_of(ckpt, line, opts, upto)
                   for line in tqdm(lines, file=sys.stderr, desc="attributing", unit="sent")]
     write_json(args.out, result)
     return 0

@@ -25,13 +25,13 @@ from torch import Tensor
 
 from i18n import N_
 from model.analysis.attribution.attention import weighted_terms
-from model.analysis.attribution.scores import Scores
+from model.analysis.attribution.scores import Scores, Unavailable
 from model.network import names
 from model.network.trace import Trace
 from model.network.transformer import Transformer
 
 
-class AltiUnavailable(ValueError):
+class AltiUnavailable(Unavailable):
     """ALTI+ cannot be computed for this model; the message says why, for the user."""
 
 

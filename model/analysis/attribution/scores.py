@@ -11,9 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 
+class Unavailable(ValueError):
+    """A method cannot be computed for this model or translation; the message says why, for the user."""
+
+
 @dataclass(frozen=True)
 class Scores:
-    """method: its key (model.attribution.METHODS); source (T, S): generated token x source token;
+    """method: its key (registry.py); source (T, S): generated token x source token;
     prefix (T, T): generated token x decoder input (columns after the row are 0 in a causal
     decoder); joint: source and prefix are parts of one whole (rollout, ALTI+, gradients), so the
     share of the source means something; for raw attention and value norms the two parts come
