@@ -39,22 +39,26 @@ def _modules() -> dict[str, ast.Module]:
     return out
 
 
-def _imports(tree: ast.Module, known: set[str]) -> set[str]:
-    """Project modules imported anywhere in a module, inside functions too (an import made late to
-    dodge a circle is still a circle), except under `if TYPE_CHECKING:`."""
+def _all_imports(tree: ast.AST) -> set[str]:
+    """Every module a module imports (and `module.name` for each name taken from one), anywhere in it,
+    inside functions too (an import made late to dodge a circle is still a circle), except under
+    `if TYPE_CHECKING:`."""
     typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
                    ast.unparse(node.test) for n in ast.walk(node)}
     found = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
-        names = []
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        found |= {n for n in names if n in known}
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
     return found
+
+
+def _imports(tree: ast.Module, known: set[str]) -> set[str]:
+    """The project's modules a module imports (`_all_imports`)."""
+    return _all_imports(tree) & known
 
 
 def test_no_circular_imports():
@@ -95,17 +99,7 @@ def test_layers_point_one_way():
 
 def _runtime_model_imports(tree: ast.AST) -> set[str]:
     """Modules of model/ imported anywhere in a module, except under `if TYPE_CHECKING:`."""
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
-                   ast.unparse(node.test) for n in ast.walk(node)}
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    return {n for n in found if n.startswith("model.")}
+    return {n for n in _all_imports(tree) if n.startswith("model.")}
 
 
 def test_the_model_s_rooms_import_downwards():
@@ -139,15 +133,9 @@ def test_the_model_s_package_files_only_re_export():
 def test_figures_are_pure_builders():
     """figures/ draws arrays it is given: no torch, and nothing of the model that runs it (decoding,
     the pipeline, attribution, checkpoints); the network's names and config describe what it draws."""
-    wrong = []
-    for name, tree in _modules().items():
-        if name.split(".")[0] != "figures":
-            continue
-        for node in ast.walk(tree):
-            imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                        else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            wrong += [f"{name} imports {m}" for m in imported
-                      if m.split(".")[0] == "torch" or (m.startswith("model.") and not m.startswith("model.network"))]
+    wrong = [f"{name} imports {m}" for name, tree in _modules().items() if name.split(".")[0] == "figures"
+             for m in _all_imports(tree)
+             if m.split(".")[0] == "torch" or (m.startswith("model.") and not m.startswith("model.network"))]
     assert not wrong, wrong
 
 
