@@ -21,7 +21,8 @@ from typing import Any
 import streamlit as st
 
 from app import state
-from app.settings import ALPHA, CHECKPOINT, TEXT, Setting
+from app.settings import ALPHA, CHECKPOINT, MAX_TEXT_CHARS, TEXT, Setting
+from i18n import N_, Later
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
 CLASS, TEACHER = "class", "teacher"   # a class's join code, its teacher's secret (app/classroom.py)
@@ -46,7 +47,16 @@ class Site:
 
 def parse(params: Mapping[str, str], checkpoints: Iterable[str], specs: Mapping[str, Setting]) -> dict[str, Any]:
     """URL parameters -> {setting name: value} for the settings (`specs`, by parameter) that fit their spec."""
+    return check(params, checkpoints, specs)[0]
+
+
+def check(params: Mapping[str, str], checkpoints: Iterable[str],
+          specs: Mapping[str, Setting]) -> tuple[dict[str, Any], list[Later]]:
+    """URL parameters -> ({setting name: value} for the settings that fit their spec, a message for each
+    parameter the app reads that does not fit: nothing is dropped in silence). A message never repeats
+    the link's text: it names the parameter and what it takes."""
     out: dict[str, Any] = {}
+    problems: list[Later] = []
     known = set(checkpoints)
     for param, raw in params.items():
         spec = specs.get(param)
@@ -54,9 +64,32 @@ def parse(params: Mapping[str, str], checkpoints: Iterable[str], specs: Mapping[
             continue
         value = spec.from_link(raw)
         if value is None or (spec is CHECKPOINT and value not in known):
+            problems.append(_problem(spec, raw, value))
             continue
         out[spec.name] = value
-    return out
+    if STEP in params and linked_step(params) is None:
+        problems.append(Later(N_("The link's step is not a step number (0 to {most}); the page starts at step 0."),
+                              most=MAX_STEP))
+    return out, problems
+
+
+def _problem(spec: Setting, raw: str, value: Any) -> Later:
+    if spec is TEXT:
+        return Later(N_("The link's sentence is {n} characters long; the app takes at most {limit}. Type or paste "
+                        "a shorter one."), n=len(raw), limit=MAX_TEXT_CHARS)
+    if spec is CHECKPOINT and value is not None:
+        return Later(N_("The link names a model this server does not have; it opens on {default} instead."),
+                     default=spec.default)
+    return Later(N_("The link's “{param}” is not a value this page takes ({takes}); it shows {default} instead."),
+                 param=spec.param, takes=_takes(spec), default=spec.to_link(spec.default))
+
+
+def _takes(spec: Setting) -> str:
+    if spec.choices is not None:
+        return ", ".join(map(str, spec.choices[:6])) + (" …" if len(spec.choices) > 6 else "")
+    if spec.bounds is not None:
+        return f"{spec.bounds[0]:g} … {spec.bounds[1]:g}"
+    return spec.parse.__name__ if spec.parse is not str else "text"
 
 
 def linked_step(params: Mapping[str, str]) -> int | None:
@@ -77,8 +110,12 @@ def read(site: Site, checkpoints: Iterable[str]) -> str | None:
         return view if view in set(pages) else None
     state.hold(state.LINK_READ, True)
     params = {k: st.query_params[k] for k in st.query_params}
-    for name, value in parse(params, checkpoints, site.linked).items():
+    values, problems = check(params, checkpoints, site.linked)
+    for name, value in values.items():
         state.put(name, value)
+    if VIEW in params and params[VIEW] not in set(pages):
+        problems.append(Later(N_("The link names a page this app does not have; here is the first page.")))
+    state.hold(state.LINK_PROBLEMS, problems)
     state.cursor().pending = linked_step(params)
     view = params.get(VIEW)
     if view in set(pages):
@@ -114,6 +151,14 @@ def current(site: Site, values: Mapping[str, Any], step: int, page: str | None =
     if step:
         out[STEP] = str(step)
     return out
+
+
+def problems_once() -> list[str]:
+    """What did not fit in the link this session opened, in the reader's language: said on the run that
+    read it, then forgotten."""
+    problems = state.held(state.LINK_PROBLEMS) or []
+    state.hold(state.LINK_PROBLEMS, [])
+    return [str(p) for p in problems]
 
 
 def publish(site: Site, extra: Mapping[str, str] | None = None) -> dict[str, str] | None:

@@ -46,6 +46,8 @@ def run() -> None:
         add_model_ui()
         return
     jump = links.read(pages.SITE, [c.name for c in checkpoints])
+    for problem in links.problems_once():      # what did not fit in the link, never dropped in silence
+        st.warning(problem, icon=":material/link_off:")
     use(chosen_language())                      # a link's language
     classroom.join_from_link()
     jump = classroom.apply_pending(pages.SITE) or jump    # a follower: the teacher's view, before any widget

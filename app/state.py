@@ -11,7 +11,8 @@ has one owner here, in the session's `st.session_state`:
                   `restore` hands it the owner's value, `remember` takes back what it returned
                   (Streamlit needs the value under the widget's key to draw it with that value).
     "cursor"      the step-through page's StepCursor (below)
-    "link_read"   True once the link's parameters were read (app/links.py)
+    "link_read"   True once the link's parameters were read (app/links.py); "link_problems" what did not
+                  fit in it, said once (links.problems_once)
     "page"        the slug of the page drawn last (app/pages.py)
     "model_alpha" the chosen model's own beam length penalty (config.json): the alpha
                   slider's default, left out of links (app/settings.py)
@@ -36,11 +37,12 @@ from typing import Any
 import streamlit as st
 
 VALUES, CURSOR, LINK_READ, PAGE, ADMITTED = "values", "cursor", "link_read", "page", "admitted"
+LINK_PROBLEMS = "link_problems"
 MODEL_ALPHA, OV_CLICKED = "model_alpha", "ov_clicked"
 LAB_JOB, LAB_PHASE, LAB_MODEL = "lab_job", "lab_phase", "lab_model"
 CLASS, CLASS_LINK_READ = "class", "class_link_read"
-OWNED = frozenset({VALUES, CURSOR, LINK_READ, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB, LAB_PHASE, LAB_MODEL,
-                   CLASS, CLASS_LINK_READ})
+OWNED = frozenset({VALUES, CURSOR, LINK_READ, LINK_PROBLEMS, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB,
+                   LAB_PHASE, LAB_MODEL, CLASS, CLASS_LINK_READ})
 
 
 # ---- settings: one owner, widgets mirror it ---------------------------------------------------------
