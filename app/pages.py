@@ -8,6 +8,7 @@ whose `explanation` is ready; the others get a context without a sentence.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,34 +46,27 @@ class Page:
     icon: str
     render: Callable[[Context], None]
     takes_sentence: bool = True
-    settings: tuple[Setting, ...] = ()   # what the page lets a student choose (its module's settings)
+
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        """What the page lets a student choose: the settings its module declares (`setting(...)` at its
+        top), found there so that a new setting cannot be left off."""
+        return declared(sys.modules[self.render.__module__])
 
 
 PAGES: tuple[Page, ...] = (
-    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render,
-         settings=declared(overview)),
-    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render,
-         settings=declared(explore)),
-    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render,
-         settings=declared(lesson)),
-    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render,
-         settings=declared(stepper)),
-    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render,
-         settings=declared(positional)),
-    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render,
-         settings=declared(masks)),
-    Page("head", N_("Inside one head"), ":material/center_focus_strong:", head.render,
-         settings=declared(head)),
-    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render,
-         settings=declared(knockout)),
-    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render,
-         settings=declared(attribution)),
-    Page("heads", N_("Heads across the corpus"), ":material/view_module:", heads.render, takes_sentence=False,
-         settings=declared(heads)),
-    Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False,
-         settings=declared(lab)),
-    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False,
-         settings=declared(card)),
+    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render),
+    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render),
+    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render),
+    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render),
+    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render),
+    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render),
+    Page("head", N_("Inside one head"), ":material/center_focus_strong:", head.render),
+    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render),
+    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render),
+    Page("heads", N_("Heads across the corpus"), ":material/view_module:", heads.render, takes_sentence=False),
+    Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False),
+    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False),
 )
 BY_SLUG = {p.slug: p for p in PAGES}
 # handed to links and the class: every page's path, and every setting a link carries (the shared ones
