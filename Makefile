@@ -37,11 +37,13 @@ BIND ?= 127.0.0.1:$(PORT)
 serve: $(STAMP)
 	$(PY) -m serving.launcher --bind $(BIND)
 
+# The tests in one worker per core (pytest-xdist): most of their time is spent waiting on the app,
+# a browser or a subprocess, so two workers on two cores finish in about 0.7 of the time (BENCHMARKS.md).
 test: $(STAMP) $(AXE)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not e2e"
+	$(PY) -m pytest -q -n auto -m "not e2e"
 
 # The interface's languages (i18n/): every marked text into i18n/messages.pot, merged into each
 # language's .po (what a translator edits), compiled into the .mo the app reads. README: "Add a language".
