@@ -46,8 +46,6 @@ def run() -> None:
         add_model_ui()
         return
     jump = links.read(pages.SITE, [c.name for c in checkpoints])
-    for problem in links.problems_once():      # what did not fit in the link, never dropped in silence
-        st.warning(problem, icon=":material/link_off:")
     use(chosen_language())                      # a link's language
     classroom.join_from_link()
     jump = classroom.apply_pending(pages.SITE) or jump    # a follower: the teacher's view, before any widget
@@ -61,6 +59,8 @@ def run() -> None:
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):
         st.switch_page(st_pages[jump])          # ?view=<slug>: an old-style link, AppTest, the teacher's page
+    for problem in links.problems_once():      # what did not fit in the link, never dropped in silence: said on
+        st.warning(problem, icon=":material/link_off:")   # the run that draws the page the link opened
     nav.run()
 
 

@@ -46,6 +46,9 @@ def training_curves(log: Sequence[dict]) -> go.Figure:
     return fig
 
 
+FEW = 50      # a length with fewer sentences than this says how many on its bar: its BLEU is shaky
+
+
 def bleu_by_length(series: Sequence[tuple[str, Sequence[dict]]]) -> go.Figure:
     """BLEU by the source's length in words, one group of bars per length and one bar per test set.
     series: (test set name, rows of `model.evaluate`'s "by_length": words, sentences, bleu); a length
@@ -54,15 +57,16 @@ def bleu_by_length(series: Sequence[tuple[str, Sequence[dict]]]) -> go.Figure:
     for name, rows in series:
         fig.add_trace(go.Bar(
             x=[row["words"] for row in rows], y=[row["bleu"] for row in rows], name=name,
-            text=[None if row["bleu"] is None else f"{row['bleu']:.1f}" for row in rows], textposition="outside",
+            text=[None if row["bleu"] is None else f"{row['bleu']:.1f}" + (f" (n={row['sentences']})"
+                  if row["sentences"] < FEW else "") for row in rows], textposition="outside",
             customdata=[row["sentences"] for row in rows],
             hovertemplate=_("%{x} words: BLEU %{y:.2f} over %{customdata} sentences")
             + "<extra>%{fullData.name}</extra>"))
     top = max((row["bleu"] or 0 for _name, rows in series for row in rows), default=0)
     fig.update_xaxes(title=_("source sentence length (words)"), type="category")
     fig.update_yaxes(title="BLEU", range=[0, max(10.0, top * 1.15)])
-    fig.update_layout(title=_("BLEU by sentence length (beam search, test sets)"), barmode="group", height=360,
-                      margin=MARGIN, legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
+    fig.update_layout(title=_("BLEU by sentence length (beam search, test sets)"), barmode="group", height=400,
+                      margin=MARGIN, legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0))
     return fig
 
 

@@ -173,6 +173,17 @@ def test_an_old_view_link_opens_its_page_at_its_path(server, browser):
     assert shown_value(page, "layer") == "1"
 
 
+def test_a_link_value_that_does_not_fit_is_said_on_the_page_it_opens(server, browser):
+    """An old root link (no `block`) opens the explorer by a page switch: what did not fit in it is said on
+    the explorer, not on the run the switch cut short."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(f"{server[0]}/?text=A+dog.&beam=999")
+    page.wait_for_selector(".st-key-page-explore", timeout=90_000)
+    settle(page)
+    no_errors(page)
+    assert "“beam” is not a value this page takes" in page.inner_text("[data-testid='stAlert']")
+
+
 def test_the_overview_opens_a_block_clicked_in_the_figure(server, browser):
     from tests.support import click_block
     page = open_page(browser, server[0], ".st-key-overview_figure .js-plotly-plot", height=2400)   # / is the overview

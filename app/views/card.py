@@ -102,13 +102,18 @@ def _bleu_table(ckpt: Checkpoint, ctx: Context) -> None:
 
 def _by_length(ckpt: Checkpoint, reports: list[dict], ctx: Context) -> None:
     """Each test set's beam-search BLEU by the source's length in words, as one chart."""
-    series = [(report_title(r).replace("`", ""), rows) for r in reports
+    series = [(report_name(r), rows) for r in reports
               for name, result in r["results"].items() if name.startswith("beam") and (rows := result.get("by_length"))]
     if series:
         key = (str(ckpt.path), tuple((name, tuple(row["bleu"] for row in rows)) for name, rows in series))
         fig = resources.get_figure("bleu_by_length", key, ctx.settings.display, language(),
                                    lambda: figures.bleu_by_length(series))
         chart(st, fig, key="bleu_by_length", settings=ctx.settings)
+
+
+def report_name(report: dict) -> str:
+    """A test set's short name for a chart's legend: its data folder and split."""
+    return report_title({**report, "references": "line"}).replace("`", "")
 
 
 def _data(ckpt: Checkpoint) -> None:
