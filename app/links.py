@@ -21,7 +21,7 @@ from typing import Any
 import streamlit as st
 
 from app import state
-from app.settings import ALPHA, CHECKPOINT, MAX_TEXT_CHARS, TEXT, Setting
+from app.settings import ALPHA, CHECKPOINT, MAX_TEXT_CHARS, TEXT, Setting, flag, index
 from i18n import N_, Later
 
 STEP, VIEW = "step", "view"   # the cursor's parameter; the old links' page parameter
@@ -89,7 +89,7 @@ def _takes(spec: Setting) -> str:
         return ", ".join(map(str, spec.choices[:6])) + (" …" if len(spec.choices) > 6 else "")
     if spec.bounds is not None:
         return f"{spec.bounds[0]:g} … {spec.bounds[1]:g}"
-    return spec.parse.__name__ if spec.parse is not str else "text"
+    return {flag: "0 | 1", index: "0, 1, 2, …"}.get(spec.parse, "…")      # in symbols: any language reads them
 
 
 def linked_step(params: Mapping[str, str]) -> int | None:

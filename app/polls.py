@@ -1,5 +1,5 @@
 """A class's polls, in the app: "What comes next?" on the step page (the shared part is
-serving/class_store.py; who leads and who follows is app/class_store.py).
+serving/class_store.py; who leads and who follows is app/classroom.py).
 
 The teacher opens a poll from a page that has the question's material (the step page: the model's top
 candidates for the next token). Every member of the class sees it at the top of the main area:

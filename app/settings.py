@@ -32,7 +32,12 @@ MAX_TEXT_CHARS = 1000
 
 
 def flag(raw: str) -> bool:
-    return raw.lower() in ("1", "true", "yes")
+    """On or off: 1 / true / yes, 0 / false / no (any case); anything else is not a flag (ValueError),
+    which a link's reader says instead of reading it as off."""
+    word = raw.strip().lower()
+    if word not in ("1", "true", "yes", "0", "false", "no"):
+        raise ValueError(f"{raw!r} is not on or off")
+    return word in ("1", "true", "yes")
 
 
 def index(raw: str) -> int:

@@ -18,14 +18,6 @@ from types import CodeType, ModuleType
 
 from model.commands.registry import COMMANDS
 
-
-def new_name_in(table: dict[str, str], old: str) -> str | None:
-    for prefix in sorted(table, key=len, reverse=True):
-        if old == prefix or old.startswith(prefix + "."):
-            return table[prefix] + old[len(prefix):]
-    return None
-
-
 # old module -> where it lives now (a prefix: model.heads.store -> model.analysis.heads.store)
 MOVED: dict[str, str] = {
     "model.config": "model.network.config", "model.masks": "model.network.masks",
@@ -50,9 +42,15 @@ MOVED: dict[str, str] = {
 MOVED.update({c.shortcut + (".__main__" if c.shortcut in MOVED else ""): c.module for c in COMMANDS.values()})
 
 
+_LONGEST_FIRST = sorted(MOVED, key=len, reverse=True)     # model.trace.__main__ before model.trace
+
+
 def new_name(old: str) -> str | None:
     """Where an old module path lives now (None: it did not move)."""
-    return new_name_in(MOVED, old)
+    for prefix in _LONGEST_FIRST:
+        if old == prefix or old.startswith(prefix + "."):
+            return MOVED[prefix] + old[len(prefix):]
+    return None
 
 
 class _Alias(importlib.abc.Loader):

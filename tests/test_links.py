@@ -29,6 +29,13 @@ def test_any_string_for_any_key_is_taken_or_said(key, raw):
         taken = raw.strip().lstrip("+-").isdigit() and not problems
     assert taken != bool(problems), (key, raw, values, problems)       # taken, or said: never both, never neither
     assert all(str(p) for p in problems)
+    assert not any("(index)" in str(p) or "(flag)" in str(p) for p in problems)     # what it takes, for a reader
+
+
+def test_a_flag_is_on_or_off_never_read_as_off():
+    values, problems = check({"ig": "maybe", "projector": "TRUE", "used_chart": " 0 "}, CHECKPOINTS, SITE.linked)
+    assert values == {"projector": True, "step_used_chart": False} and len(problems) == 1
+    assert "“ig”" in str(problems[0]) and "0 | 1" in str(problems[0])
 
 
 @settings(max_examples=60, deadline=None)

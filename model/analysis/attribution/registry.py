@@ -134,20 +134,11 @@ class Method:
     name: str          # marked for the catalog (i18n/), like the caveat: `shown()` in the reader's language
     caveat: str        # what a student should keep in mind, one sentence
     layer: int | None = None     # a per-layer method's layer
-    spec: MethodSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
         """The English name with its layer, as files and the command line write it."""
         return self.name if self.layer is None else f"{self.name}, layer {self.layer}"
-
-    @property
-    def joint(self) -> bool:
-        return bool(self.spec and self.spec.joint)
-
-    @property
-    def cost(self) -> Cost:
-        return self.spec.cost if self.spec else Cost.TRACE
 
     def shown(self) -> str:
         """The name in the interface's language (i18n/), with its layer."""
@@ -160,9 +151,9 @@ def methods(n_layers: int) -> dict[str, Method]:
     per-layer variants followed by one per layer)."""
     out = []
     for spec in REGISTRY:
-        out.append(Method(spec.key, spec.name, spec.caveat, spec=spec))
+        out.append(Method(spec.key, spec.name, spec.caveat))
         if spec.per_layer:
-            out += [Method(method_key(spec.key, i), *spec.per_layer, i, spec) for i in range(n_layers)]
+            out += [Method(method_key(spec.key, i), *spec.per_layer, i) for i in range(n_layers)]
     return {m.key: m for m in out}
 
 
@@ -210,29 +201,27 @@ def attribute(ckpt: Checkpoint, source: list[int], output: list[int], upto: Cost
     clock = Laps()
     trace, log_probs = traced_pass(ckpt, source, output)
     inputs = Inputs(model, trace, source, output, ig_steps, on_progress)
-    scores, unavailable = _compute(inputs, Cost.TRACE)
-    clock.lap("attention")
-    for cost in (Cost.GRADIENT, Cost.INTEGRATED):
-        for spec in (s for s in REGISTRY if s.cost == cost):
-            if cost > upto:
-                unavailable[spec.key] = NOT_ASKED[cost]
-                continue
-            got, failed = _compute(inputs, cost, [spec])
-            scores.update(got)
-            unavailable.update(failed)
-            clock.lap(spec.key)
+    scores, unavailable = _compute(inputs, [s for s in REGISTRY if s.cost == Cost.TRACE])
+    clock.lap("attention")                               # every trace reading, ALTI+ included
+    for spec in sorted((s for s in REGISTRY if s.cost > Cost.TRACE), key=lambda s: s.cost):
+        if spec.cost > upto:
+            unavailable[spec.key] = NOT_ASKED[spec.cost]
+            continue
+        got, failed = _compute(inputs, [spec])
+        scores.update(got)
+        unavailable.update(failed)
+        clock.lap(spec.key)
     order = methods(cfg.n_decoder_layers)
     return Attribution(trace.source_tokens[0], trace.target_tokens[0], ckpt.tgt_tokenizer.pieces(output + [cfg.eos_id]),
                        log_probs, {k: scores[k] for k in order if k in scores}, order, unavailable, inputs.ig, trace,
                        clock.laps)
 
 
-def _compute(inputs: Inputs, cost: Cost, specs: list[MethodSpec] | None = None) -> tuple[dict[str, Scores],
-                                                                                       dict[str, str]]:
-    """The scores of the registered methods of one cost (each per-layer variant too), and the methods that
-    could not be computed, with why."""
+def _compute(inputs: Inputs, specs: list[MethodSpec]) -> tuple[dict[str, Scores], dict[str, str]]:
+    """The scores of `specs` (each per-layer variant too), and the methods that could not be computed,
+    with why."""
     scores, unavailable = {}, {}
-    for spec in specs if specs is not None else [s for s in REGISTRY if s.cost == cost]:
+    for spec in specs:
         layers = (None, *range(inputs.model.cfg.n_decoder_layers)) if spec.per_layer else (None,)
         try:
             for layer in layers:
@@ -246,7 +235,7 @@ def _compute(inputs: Inputs, cost: Cost, specs: list[MethodSpec] | None = None) 
 def trace_methods(trace: Trace, model: Transformer) -> tuple[dict[str, Scores], dict[str, str]]:
     """What one trace recorded with RECORDING gives (every Cost.TRACE method), and the methods that cannot
     be computed for this model, with why."""
-    return _compute(Inputs(model, trace, [], []), Cost.TRACE)
+    return _compute(Inputs(model, trace, [], []), [s for s in REGISTRY if s.cost == Cost.TRACE])
 
 
 def attribution_json(att: Attribution) -> dict[str, Any]:
