@@ -32,7 +32,7 @@ import torch
 
 from app import resources, state
 from app.links import Site
-from app.settings import Settings
+from app.settings import SidebarChoices
 from app.state import StepCursor
 from i18n import language
 from model.analysis.attribution import Attribution, Cost
@@ -46,7 +46,7 @@ from model.storage.checkpoint import Checkpoint
 @dataclass
 class Context:
     checkpoint: Checkpoint
-    settings: Settings
+    settings: SidebarChoices
     text: str | None = None
     _explanation: Explanation | None = field(default=None, repr=False)
     pages: Mapping[str, Any] = field(default_factory=dict, repr=False)   # slug -> st.Page

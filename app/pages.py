@@ -19,17 +19,17 @@ from app import resources, sentence, state
 from app import settings as settings_module
 from app.context import Context
 from app.links import Site
-from app.settings import Setting, Settings, declared, linked
+from app.settings import Setting, SidebarChoices, declared, linked
 from app.views import (
     attribution,
     card,
+    corpus_heads,
     explore,
-    head,
-    heads,
     knockout,
     lab,
     lesson,
     masks,
+    one_head,
     overview,
     positional,
     stepper,
@@ -49,7 +49,7 @@ class Page:
 
     @property
     def settings(self) -> tuple[Setting, ...]:
-        """What the page lets a student choose: the settings its module declares (`setting(...)` at its
+        """What the page lets a student choose: the settings its module declares (`declare(...)` at its
         top), found there so that a new setting cannot be left off."""
         return declared(sys.modules[self.render.__module__])
 
@@ -61,10 +61,10 @@ PAGES: tuple[Page, ...] = (
     Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render),
     Page("positional", N_("Positional encoding"), ":material/waves:", positional.render),
     Page("masks", N_("Masks"), ":material/visibility_off:", masks.render),
-    Page("head", N_("Inside one head"), ":material/center_focus_strong:", head.render),
+    Page("head", N_("Inside one head"), ":material/center_focus_strong:", one_head.render),
     Page("knockout", N_("Head knockout"), ":material/block:", knockout.render),
     Page("attribution", N_("What the model used"), ":material/insights:", attribution.render),
-    Page("heads", N_("Heads across the corpus"), ":material/view_module:", heads.render, takes_sentence=False),
+    Page("heads", N_("Heads across the corpus"), ":material/view_module:", corpus_heads.render, takes_sentence=False),
     Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False),
     Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False),
 )
@@ -75,7 +75,7 @@ SITE = Site(tuple(p.slug for p in PAGES),
             linked((*declared(settings_module), *(s for p in PAGES for s in p.settings))))
 
 
-def show(page: Page, settings: Settings, st_pages: dict | None = None) -> None:
+def show(page: Page, settings: SidebarChoices, st_pages: dict | None = None) -> None:
     """Draw one page: the title, the sentence and its translation (if the page takes
     one), then the page itself with its context. A run that may compute (another page,
     sentence, model or options than this session's last) first passes the admission gate;
@@ -132,7 +132,7 @@ def admitted(work: tuple) -> Iterator[bool]:
             state.hold(state.ADMITTED, work)
 
 
-def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:
+def navigation(settings: SidebarChoices) -> tuple[st.navigation, dict[str, st.Page]]:
     """st.navigation over PAGES (the menu at the top of the sidebar), and the st.Page of each slug."""
     st_pages: dict[str, st.Page] = {}        # filled below; each page's runner can open the others
     st_pages.update({p.slug: st.Page(_runner(p, settings, st_pages), title=_(p.title), icon=p.icon, url_path=p.slug,
@@ -140,7 +140,7 @@ def navigation(settings: Settings) -> tuple[st.navigation, dict[str, st.Page]]:
     return st.navigation(list(st_pages.values())), st_pages
 
 
-def _runner(page: Page, settings: Settings, st_pages: dict[str, st.Page]) -> Callable[[], None]:
+def _runner(page: Page, settings: SidebarChoices, st_pages: dict[str, st.Page]) -> Callable[[], None]:
     def run() -> None:
         show(page, settings, st_pages)
     run.__name__ = f"page_{page.slug}"

@@ -10,7 +10,7 @@ import json
 import streamlit as st
 
 from app import polls, resources, state
-from app.settings import MAX_TEXT_CHARS, TEXT, Settings
+from app.settings import MAX_TEXT_CHARS, TEXT, SidebarChoices
 from i18n import N_, _, ngettext, num
 from model.analysis.attribution import Cost, attribution_json
 from model.inference.pipeline import Explanation, InputError, explanation_json
@@ -87,7 +87,7 @@ def _too_long(ckpt: Checkpoint, text: str) -> bool:
     return bool(text.strip()) and len(ckpt.src_tokenizer.encode(text)) > resources.MAX_APP_TOKENS
 
 
-def decode_early(ckpt: Checkpoint, text: str, settings: Settings) -> None:
+def decode_early(ckpt: Checkpoint, text: str, settings: SidebarChoices) -> None:
     """Decode the sentence before the page waits in line for the server: sessions that
     ask at the same moment are decoded as one batch (app/batching.py), and the
     translation below is then a cache hit. Text the model cannot take is left to it."""
@@ -100,7 +100,7 @@ def decode_early(ckpt: Checkpoint, text: str, settings: Settings) -> None:
         return
 
 
-def translation(ckpt: Checkpoint, text: str, settings: Settings) -> Explanation | None:
+def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices) -> Explanation | None:
     """Translate and show the result; None (with a message) for text the model cannot take."""
     if _too_long(ckpt, text):
         st.warning(_("That sentence is longer than {n} subword tokens; please shorten it.").format(
@@ -145,14 +145,14 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
                       "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why)
 
 
-def trace_json(ckpt: Checkpoint, ex: Explanation, settings: Settings, upto: Cost = Cost.GRADIENT) -> dict:
+def trace_json(ckpt: Checkpoint, ex: Explanation, settings: SidebarChoices, upto: Cost = Cost.GRADIENT) -> dict:
     """The trace format with its `attribution` part (docs/trace-format.md), every method up to `upto`."""
     out = explanation_json(ex, ckpt, settings.opts)
     att = resources.get_attribution(ckpt, ex, (str(settings.checkpoint), ex.text, settings.opts), upto)
     return out | {"attribution": attribution_json(att)}
 
 
-def export_ui(ckpt: Checkpoint, ex: Explanation, settings: Settings) -> None:
+def export_ui(ckpt: Checkpoint, ex: Explanation, settings: SidebarChoices) -> None:
     st.sidebar.download_button(
         _("Download this trace (JSON)"),
         data=lambda: json.dumps(trace_json(ckpt, ex, settings), ensure_ascii=False),

@@ -1,10 +1,10 @@
-"""Settings a student can choose: the `Setting` spec, the widgets drawn from it, the registry,
+"""Settings a student can choose: the `Setting` spec, declared with `declare(...)`, the widgets drawn from it,
 and the settings every page shares (the sentence, the model, decoding, display, layer/head).
 
 A `Setting` names its widget key (= its name in app/state.py's owner), its link
 parameter, its default, and its bounds or choices. The same spec draws the widget
 (`slider`, `selectbox`, ... below), checks a link's value (app/links.py) and writes
-the link back. A page declares its own settings beside its code with `setting(...)`,
+the link back. A page declares its own settings beside its code with `declare(...)`,
 which enters them in the registry; app/pages.py gives each page the settings its module declares
 (`declared`) and hands `linked(...)` of them all to links and the class (`app.links.Site`). Bounds
 that depend on the model (layers, heads, token positions) are not written here: the widget's
@@ -80,7 +80,7 @@ class Setting:
 REGISTRY: dict[str, Setting] = {}
 
 
-def setting(name: str, param: str | None, default: Any, parse: Callable[[str], Any] = str, **kw: Any) -> Setting:
+def declare(name: str, param: str | None, default: Any, parse: Callable[[str], Any] = str, **kw: Any) -> Setting:
     """Declare a setting (beside the page that draws it) and enter it in the registry."""
     spec = Setting(name, param, default, parse, **kw)
     if REGISTRY.get(name, spec) != spec:
@@ -101,22 +101,22 @@ def linked(settings: Iterable[Setting]) -> dict[str, Setting]:
 
 
 _D = DecodeOptions()
-TEXT = setting("text", "text", "")
-CHECKPOINT = setting("checkpoint", "checkpoint", places.DEFAULT_CHECKPOINT)
-METHOD = setting("method", "method", "beam", choices=METHODS)
-BEAM = setting("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
-ALPHA = setting("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own
-NO_REPEAT = setting("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
-TEMPERATURE = setting("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
-TOP_K = setting("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
-TOP_P = setting("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
-SEED = setting("seed", "seed", _D.seed, int, bounds=(0, 10_000))
-PROJECTOR = setting("projector", "projector", False, flag)
-TABLES = setting("tables", None, False, flag)     # every chart's numbers as a table too (a reader's own choice)
-IMAGE_FORMAT = setting("image_format", "format", "png", choices=("png", "svg"))
-LANGUAGE = setting("language", "lang", i18n.SOURCE, choices=i18n.available())   # the interface's
-LAYER = setting("layer", "layer", 0, index)      # the explorer's, masks' and one head's layer / head
-HEAD = setting("head", "head", 0, index)
+TEXT = declare("text", "text", "")
+CHECKPOINT = declare("checkpoint", "checkpoint", places.DEFAULT_CHECKPOINT)
+METHOD = declare("method", "method", "beam", choices=METHODS)
+BEAM = declare("beam_size", "beam", _D.beam_size, int, bounds=BEAM_SIZES)
+ALPHA = declare("alpha", "alpha", _D.alpha, float, bounds=ALPHAS, step=0.1)   # default: the model's own
+NO_REPEAT = declare("no_repeat_ngram", "no_repeat", _D.no_repeat_ngram, int, bounds=(0, 6))
+TEMPERATURE = declare("temperature", "temperature", _D.temperature, float, bounds=(0.05, 2.0), step=0.05)
+TOP_K = declare("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
+TOP_P = declare("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
+SEED = declare("seed", "seed", _D.seed, int, bounds=(0, 10_000))
+PROJECTOR = declare("projector", "projector", False, flag)
+TABLES = declare("tables", None, False, flag)     # every chart's numbers as a table too (a reader's own choice)
+IMAGE_FORMAT = declare("image_format", "format", "png", choices=("png", "svg"))
+LANGUAGE = declare("language", "lang", i18n.SOURCE, choices=i18n.available())   # the interface's
+LAYER = declare("layer", "layer", 0, index)      # the explorer's, masks' and one head's layer / head
+HEAD = declare("head", "head", 0, index)
 
 
 # ---- widgets drawn from a spec -------------------------------------------------------------------
@@ -207,7 +207,7 @@ def layer_head(columns: Sequence[Any], n_layers: int, n_heads: int, layer: Setti
 
 # ---- the sidebar -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Settings:
+class SidebarChoices:
     checkpoint: Path
     opts: DecodeOptions
     projector: bool = False
@@ -290,7 +290,7 @@ def decoding_ui(alpha: float = ALPHA.default) -> DecodeOptions:
 
 
 def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkpoint],
-            below_checkpoint: Callable[[], None] | None = None) -> Settings:
+            below_checkpoint: Callable[[], None] | None = None) -> SidebarChoices:
     """`load`: the (cached) model of a checkpoint directory; its beam length penalty is the
     alpha slider's default. A checkpoint that cannot be loaded gets the usual default (the
     page then says what is wrong with it). `below_checkpoint` draws under the model's picker."""
@@ -313,4 +313,4 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
                            "chart described in one sentence"))
     image_format = radio(st.sidebar, IMAGE_FORMAT, _("Figure download format"), horizontal=True,
                          help=_("the camera icon above each figure downloads it in this format"))
-    return Settings(chosen, opts, projector, image_format, tables)
+    return SidebarChoices(chosen, opts, projector, image_format, tables)

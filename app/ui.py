@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from app.settings import Settings, chosen_language
+from app.settings import SidebarChoices, chosen_language
 from figures import describe
 from i18n import _, language, use
 from model.analysis.readings import matrix_csv
@@ -31,7 +31,7 @@ def page_style() -> None:
     st.html(STYLE)
 
 
-def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: Settings) -> None:
+def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: SidebarChoices) -> None:
     """Show a figure; its camera icon downloads it as PNG or SVG (the sidebar's choice). Described
     in words too (`described`)."""
     where.plotly_chart(
@@ -67,7 +67,7 @@ def _sentence(fig: go.Figure) -> str:
     return said[lang]
 
 
-def described(where: DeltaGenerator, fig: go.Figure, settings: Settings | None) -> None:
+def described(where: DeltaGenerator, fig: go.Figure, settings: SidebarChoices | None) -> None:
     """A chart's text alternative: one sentence for screen readers (figures/describe.py), and its
     numbers as a table when the sidebar asks for them."""
     where.markdown(f'<p style="{HIDDEN}">{html.escape(_sentence(fig))}</p>', unsafe_allow_html=True)

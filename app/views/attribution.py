@@ -11,7 +11,7 @@ import streamlit as st
 import figures
 from app import sentence
 from app.context import Context
-from app.settings import flag, layer_head, multiselect, selectbox, setting, toggle
+from app.settings import declare, flag, layer_head, multiselect, selectbox, toggle
 from app.ui import chart, csv_button
 from figures.attribution import PREFIX_MARK
 from i18n import N_, _, num
@@ -19,10 +19,10 @@ from model.analysis.attribution import NOT_ASKED, REGISTRY, Attribution, Cost, M
 from model.analysis.attribution.attention import method_key, raw_attention, value_norm
 from model.analysis.attribution.faithfulness import KS, RANDOM
 
-METHODS = setting("attr_methods", None, ())                 # the heatmaps shown (default: below)
-INTEGRATED = setting("attr_ig", "ig", True, flag)            # compute integrated gradients
+METHODS = declare("attr_methods", None, ())                 # the heatmaps shown (default: below)
+INTEGRATED = declare("attr_ig", "ig", True, flag)            # compute integrated gradients
 JOINT = tuple(sorted((s.key for s in REGISTRY if s.joint), key=lambda k: k != "alti"))   # ALTI+ first
-REFERENCE = setting("attr_reference", "reference", "alti", choices=JOINT)   # what the heads are compared with
+REFERENCE = declare("attr_reference", "reference", "alti", choices=JOINT)   # what the heads are compared with
 LONG = 40                       # generated tokens above which integrated gradients wait for a click
 IG_SECONDS_PER_CELL = 0.003     # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
 

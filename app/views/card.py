@@ -12,7 +12,7 @@ import streamlit as st
 import figures
 from app import resources
 from app.context import Context
-from app.settings import layer_head, setting
+from app.settings import declare, layer_head
 from app.ui import chart
 from i18n import _, language, num
 from model.network.config import ModelConfig
@@ -28,8 +28,8 @@ from model.storage.card import (
 )
 from model.storage.checkpoint import Checkpoint
 
-SNAP_LAYER = setting("snap_layer", None, -1, int)   # -1: the last layer
-SNAP_HEAD = setting("snap_head", None, 0, int)
+SNAP_LAYER = declare("snap_layer", None, -1, int)   # -1: the last layer
+SNAP_HEAD = declare("snap_head", None, 0, int)
 FFN = {"relu": "max(0, xW₁+b₁)W₂+b₂", "gelu": "GELU(xW₁+b₁)W₂+b₂", "swish": "swish(xW₁+b₁)W₂+b₂"}
 
 

@@ -8,14 +8,14 @@ import streamlit as st
 import figures
 from app import polls
 from app.context import Context
-from app.settings import index, layer_head, radio, selectbox, setting
+from app.settings import declare, index, layer_head, radio, selectbox
 from app.ui import chart, csv_button, tokens_for
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
 
-KIND = setting("kind", "kind", "cross", choices=KIND_NAMES)
-QUERY = setting("query", "query", None, index)          # the row highlighted
+KIND = declare("kind", "kind", "cross", choices=KIND_NAMES)
+QUERY = declare("query", "query", None, index)          # the row highlighted
 
 ROLLOUT_CAPTION = N_(
     "Rollout multiplies the head-averaged attention of each layer, counting the residual connection as half of "

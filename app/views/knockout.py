@@ -7,16 +7,16 @@ import streamlit as st
 import figures
 from app import resources, state
 from app.context import Context
-from app.settings import multiselect, setting
+from app.settings import declare, multiselect
 from app.ui import chart, described
 from i18n import N_, _, ngettext, num
 from model.inference.pipeline import head_names
 from model.network.kinds import STACKS
 from model.storage.checkpoint import Checkpoint
 
-KO_LAYERS = setting("ko_layers", None, ())          # whole layers switched off
-KO_HEADS = setting("ko_heads", None, ())            # single heads switched off
-KO_CELL = setting("ko_cell", None, None)            # the (module, head) cell clicked in the grid
+KO_LAYERS = declare("ko_layers", None, ())          # whole layers switched off
+KO_HEADS = declare("ko_heads", None, ())            # single heads switched off
+KO_CELL = declare("ko_cell", None, None)            # the (module, head) cell clicked in the grid
 
 
 MODULES = {"self_attn": N_("self"), "cross_attn": N_("cross")}

@@ -24,7 +24,7 @@ import figures
 from app import resources, state
 from app.context import Context, greedy_options
 from app.links import Site
-from app.settings import Settings, radio, range_slider, selectbox, setting, slider, text_input, toggle
+from app.settings import SidebarChoices, declare, radio, range_slider, selectbox, slider, text_input, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment
 from app.views import stepper
@@ -38,22 +38,22 @@ from model.training.lab import SWITCHES, LabRun, LabSettings, Snapshot
 from model.training.tasks import TASKS, TaskSpec
 from serving.lab_jobs import Job
 
-LAB_TASK = setting("lab_task", None, "reverse", choices=tuple(TASKS))
-LAB_LENGTHS = setting("lab_lengths", None, (4, 10), bounds=(1, 20))
-LAB_SYMBOLS = setting("lab_symbols", None, 20, int, bounds=(2, 26))
-LAB_D_MODEL = setting("lab_d_model", None, 64, int, choices=(16, 32, 64, 128))
-LAB_HEADS = setting("lab_heads", None, 4, int, choices=(1, 2, 4, 8))
-LAB_LAYERS = setting("lab_layers", None, 2, int, bounds=(1, 3))
-LAB_D_FF = setting("lab_d_ff", None, 256, int, choices=(32, 64, 128, 256, 512))
-LAB_SWITCHES = {name: setting(f"lab_{name}", None, True) for name in SWITCHES}
-LAB_SMOOTHING = setting("lab_smoothing", None, 0.1, float, choices=(0.0, 0.1))
-LAB_WARMUP = setting("lab_warmup", None, True)
-LAB_TEACHER = setting("lab_teacher_forcing", None, True)
-LAB_STEPS = setting("lab_steps", None, 3000, int, bounds=(50, 20_000))
-LAB_SEED = setting("lab_seed", None, 0, int, bounds=(0, 10_000))
-LAB_SNAPSHOT = setting("lab_snapshot", None, -1, int)   # step of the attention snapshot shown (-1: the last)
-LAB_TEXT = setting("lab_text", None, "")                 # the lab model's input to decode
-LAB_SAVE_NAME = setting("lab_save_name", None, "")
+LAB_TASK = declare("lab_task", None, "reverse", choices=tuple(TASKS))
+LAB_LENGTHS = declare("lab_lengths", None, (4, 10), bounds=(1, 20))
+LAB_SYMBOLS = declare("lab_symbols", None, 20, int, bounds=(2, 26))
+LAB_D_MODEL = declare("lab_d_model", None, 64, int, choices=(16, 32, 64, 128))
+LAB_HEADS = declare("lab_heads", None, 4, int, choices=(1, 2, 4, 8))
+LAB_LAYERS = declare("lab_layers", None, 2, int, bounds=(1, 3))
+LAB_D_FF = declare("lab_d_ff", None, 256, int, choices=(32, 64, 128, 256, 512))
+LAB_SWITCHES = {name: declare(f"lab_{name}", None, True) for name in SWITCHES}
+LAB_SMOOTHING = declare("lab_smoothing", None, 0.1, float, choices=(0.0, 0.1))
+LAB_WARMUP = declare("lab_warmup", None, True)
+LAB_TEACHER = declare("lab_teacher_forcing", None, True)
+LAB_STEPS = declare("lab_steps", None, 3000, int, bounds=(50, 20_000))
+LAB_SEED = declare("lab_seed", None, 0, int, bounds=(0, 10_000))
+LAB_SNAPSHOT = declare("lab_snapshot", None, -1, int)   # step of the attention snapshot shown (-1: the last)
+LAB_TEXT = declare("lab_text", None, "")                 # the lab model's input to decode
+LAB_SAVE_NAME = declare("lab_save_name", None, "")
 PROGRESS_EVERY_S = 1.0     # the progress bar's refresh while a job is live
 CHARTS_EVERY_S = 2.5       # the curves' and heatmaps' (points and snapshots come every eval_every steps)
 # What happens without each part, on the default task (reverse, length 4-10, 20 letters, d_model 64, 2+2
@@ -280,7 +280,7 @@ class LabStepping:
     directory: its figures and attribution are cached under the job's id, its decodings come from
     the session's own memo."""
     checkpoint: Checkpoint
-    settings: Settings
+    settings: SidebarChoices
     text: str
     explanation: Explanation
     path: str                                              # "lab:<job id>": the cache key, not a directory

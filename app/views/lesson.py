@@ -15,7 +15,7 @@ import streamlit as st
 import figures
 from app import state
 from app.context import Context
-from app.settings import selectbox, setting
+from app.settings import declare, selectbox
 from app.ui import chart
 from i18n import N_, _, num
 from model.analysis.attribution import Attribution, Cost
@@ -266,7 +266,7 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-LESSON_STEP = setting("lesson_step", "lesson", 1, int, bounds=(1, len(STEPS)))   # 1-based
+LESSON_STEP = declare("lesson_step", "lesson", 1, int, bounds=(1, len(STEPS)))   # 1-based
 
 
 def _move(by: int) -> None:

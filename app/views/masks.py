@@ -7,13 +7,13 @@ import streamlit as st
 
 import figures
 from app.context import Context
-from app.settings import layer_head, radio, setting
+from app.settings import declare, layer_head, radio
 from app.ui import chart, csv_button, tokens_for
 from i18n import N_, _
 from model.inference.pipeline import InputError
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 
-MASK_KIND = setting("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
+MASK_KIND = declare("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
 SHORT = {"en": "A dog.", "de": "Ein Hund.", "fr": "Un chien."}
 INTRO = N_(
     "A mask says which keys each query may look at (1) and which are blocked (0). Blocked scores are set to −∞ "

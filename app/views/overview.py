@@ -14,7 +14,7 @@ import torch
 import figures
 from app import classroom, links, state
 from app.context import Context
-from app.settings import LAYER, index, selectbox, setting, slider
+from app.settings import LAYER, declare, index, selectbox, slider
 from app.ui import chart, described, fragment
 from app.views.explore import KIND
 from figures import diagram
@@ -25,14 +25,14 @@ from model.network import names
 from model.network.kinds import of_module
 from model.network.trace import Trace
 
-OV_BLOCK = setting("ov_block", links.BLOCK, "encoder.self_attn", choices=diagram.BLOCK_IDS)
-OV_TOKEN = setting("ov_token", "token", 0, index)      # the source token followed
-OV_POS = setting("ov_pos", "pos", 0, index)            # the decoder position followed
-OV_LAYER = setting("ov_layer", "ov_layer", 0, index)
-OV_TEMPERATURE = setting("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), step=0.1)
-OV_TOP_K = setting("ov_top_k", None, 0, int, bounds=(0, 50))
-OV_TOP_P = setting("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
-OV_UNIT = setting("ov_unit", None, None, int)
+OV_BLOCK = declare("ov_block", links.BLOCK, "encoder.self_attn", choices=diagram.BLOCK_IDS)
+OV_TOKEN = declare("ov_token", "token", 0, index)      # the source token followed
+OV_POS = declare("ov_pos", "pos", 0, index)            # the decoder position followed
+OV_LAYER = declare("ov_layer", "ov_layer", 0, index)
+OV_TEMPERATURE = declare("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), step=0.1)
+OV_TOP_K = declare("ov_top_k", None, 0, int, bounds=(0, 50))
+OV_TOP_P = declare("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
+OV_UNIT = declare("ov_unit", None, None, int)
 
 
 def render(ctx: Context) -> None:

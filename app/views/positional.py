@@ -7,13 +7,13 @@ import streamlit as st
 
 import figures
 from app.context import Context
-from app.settings import multiselect, setting, slider
+from app.settings import declare, multiselect, slider
 from app.ui import chart, csv_button
 from i18n import N_, _, num
 from model.network import names
 
-PE_DIMS = setting("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
-PE_POSITIONS = setting("pe_positions", None, 100, int)
+PE_DIMS = declare("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
+PE_POSITIONS = declare("pe_positions", None, 100, int)
 FORMULA = {
     "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
                    r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)",

@@ -14,7 +14,7 @@ import figures
 from app import classroom, polls, state
 from app.context import Context
 from app.links import Site
-from app.settings import Settings, flag, setting, toggle
+from app.settings import SidebarChoices, declare, flag, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment
 from i18n import N_, _, num
@@ -30,7 +30,7 @@ class Stepping(Protocol):
     """What the step-through needs of its caller: a page's `Context`, or the training lab's model
     (app/views/lab.py's `LabStepping`), which is in no checkpoint directory."""
     checkpoint: Checkpoint
-    settings: Settings
+    settings: SidebarChoices
     site: Site | None
 
     @property
@@ -50,8 +50,8 @@ class Stepping(Protocol):
     def attribution(self, upto: Cost, on_progress: Callable[[int, int], None] | None = None) -> Attribution: ...
 
 
-ALL_PRUNED = setting("all_pruned", None, False)     # the pruned candidates of every step
-STEP_USED_CHART = setting("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too
+ALL_PRUNED = declare("all_pruned", None, False)     # the pruned candidates of every step
+STEP_USED_CHART = declare("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too
 PLAY_DELAY_S = 0.7
 CAPTIONS = {
     "greedy": N_("Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "

@@ -8,15 +8,15 @@ import streamlit as st
 
 import figures
 from app.context import Context
-from app.settings import index, layer_head, selectbox, setting, toggle
+from app.settings import declare, index, layer_head, selectbox, toggle
 from app.ui import chart, tokens_for
 from i18n import N_, _, num
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.network.trace import Trace
 
-HEAD_KIND = setting("head_kind", "head_kind", "cross", choices=KIND_NAMES)
-HEAD_QUERY = setting("head_query", "head_query", 0, index)
-NO_SCALE = setting("no_scale", None, False)          # drop 1/sqrt(d_k)
+HEAD_KIND = declare("head_kind", "head_kind", "cross", choices=KIND_NAMES)
+HEAD_QUERY = declare("head_query", "head_query", 0, index)
+NO_SCALE = declare("no_scale", None, False)          # drop 1/sqrt(d_k)
 FORMULA = r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"
 INTRO = N_(
     "Each head projects the token vectors into queries Q, keys K and values V of d_k dimensions. A query's "

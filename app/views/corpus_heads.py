@@ -10,7 +10,7 @@ import streamlit as st
 
 from app import resources, state
 from app.context import Context
-from app.settings import HEAD, LAYER, TEXT, layer_head, radio, selectbox, setting
+from app.settings import HEAD, LAYER, TEXT, declare, layer_head, radio, selectbox
 from app.ui import chart, described
 from app.views.explore import KIND
 from figures.heads import head_grid, offset_profile, qk_map
@@ -56,7 +56,7 @@ STATISTICS: dict[str, Statistic] = {
     "entropy": Statistic(N_("entropy (nats)"), N_("of each row's weights, on average")),
 }
 KNOCKOUT, AGREEMENT = STATISTICS["knockout"], STATISTICS["agreement"]
-STAT = setting("heads_stat", "stat", "knockout", choices=tuple(STATISTICS))
+STAT = declare("heads_stat", "stat", "knockout", choices=tuple(STATISTICS))
 INTRO = N_("One sentence's heatmap invites stories that the next sentence contradicts. Here every head is measured "
            "over "
          "a whole set of sentences: where its attention lands, how spread out it is, what switching it off costs. "
