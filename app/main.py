@@ -20,7 +20,7 @@ import streamlit as st  # noqa: E402
 
 from app import classroom, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
-from app.settings import chosen_language, sidebar  # noqa: E402
+from app.settings import PROJECTOR, chosen_language, sidebar  # noqa: E402
 from app.ui import page_style  # noqa: E402
 from i18n import _, use  # noqa: E402
 
@@ -64,8 +64,19 @@ def run() -> None:
     nav.run()
 
 
+def projector_on() -> bool:
+    """Projector mode, known before anything is drawn: the toggle just moved, else the session's, else
+    a first run's link. The sidebar then starts collapsed: the front of a room shows the page's picture."""
+    for value in (state.widget(PROJECTOR.name), state.get(PROJECTOR.name)):
+        if value is not None:
+            return bool(value)
+    raw = st.query_params.get(PROJECTOR.param)
+    return bool(raw) and PROJECTOR.from_link(raw) is True
+
+
 def main() -> None:
-    st.set_page_config(page_title="Transformer, explained", page_icon="🔎", layout="wide")
+    st.set_page_config(page_title="Transformer, explained", page_icon="🔎", layout="wide",
+                       initial_sidebar_state="collapsed" if projector_on() else "auto")
     completed = False
     try:
         run()

@@ -8,18 +8,21 @@ whose `explanation` is ready; the others get a context without a sentence.
 """
 from __future__ import annotations
 
+import html
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from app import resources, sentence, state
 from app import settings as settings_module
 from app.context import Context
 from app.links import Site
 from app.settings import Setting, SidebarChoices, declared, linked
+from app.ui import HIDDEN, compact_style
 from app.views import (
     attribution,
     card,
@@ -85,9 +88,13 @@ def show(page: Page, settings: SidebarChoices, st_pages: dict | None = None) -> 
     except CheckpointError as exc:
         st.error(_("This checkpoint cannot be loaded: {problem}").format(problem=exc))
         return
-    st.title(_("Transformer, explained: {src} → {tgt}").format(src=ckpt.src_lang, tgt=ckpt.tgt_lang))
+    title = _("Transformer, explained: {src} → {tgt}").format(src=ckpt.src_lang, tgt=ckpt.tgt_lang)
     ctx = Context(ckpt, settings, pages=st_pages or {}, site=SITE)
-    text = sentence.input_ui(ckpt.src_lang) if page.takes_sentence else ""
+    source, output = header(title, settings.projector)
+    text = ""
+    if page.takes_sentence:
+        text = sentence.compact_input_ui(ckpt.src_lang, source) if settings.projector else sentence.input_ui(
+            ckpt.src_lang)
     work = (page.slug, str(settings.checkpoint), text, settings.opts)
     if page.takes_sentence and state.held(state.ADMITTED) != work:
         sentence.decode_early(ckpt, text, settings)     # batched with the sentences of the same moment
@@ -95,13 +102,27 @@ def show(page: Page, settings: SidebarChoices, st_pages: dict | None = None) -> 
         if not ok:
             return
         if page.takes_sentence:
-            ex = sentence.translation(ckpt, text, settings)
+            ex = sentence.translation(ckpt, text, settings, output)
             if ex is None:
                 return
             ctx = Context(ckpt, settings, text, ex, pages=st_pages or {}, site=SITE)
         state.hold(state.PAGE, page.slug)              # links.publish writes what this page needs
         with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
             page.render(ctx)
+
+
+def header(title: str, compact: bool) -> tuple[DeltaGenerator | None, DeltaGenerator | None]:
+    """The page's title, and where the sentence and its translation go. Compact (projector mode, the front
+    of a room): one slim line, the sentence (a button that opens the text box) beside its translation,
+    the title read out by screen readers only, so that the page's picture comes first."""
+    if not compact:
+        st.title(title)
+        return None, None           # the sentence and its translation below the title, one after the other
+    compact_style()
+    st.markdown(f'<h1 style="{HIDDEN}">{html.escape(title)}</h1>', unsafe_allow_html=True)
+    source, arrow, output = st.container(key="header").columns([10, 1, 12], vertical_alignment="center")
+    arrow.markdown(":material/arrow_forward:")
+    return source, output
 
 
 @contextmanager

@@ -6,8 +6,10 @@ the setting `text` (app/state.py), so it survives pages that do not draw the box
 from __future__ import annotations
 
 import json
+import re
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from app import polls, resources, state
 from app.settings import MAX_TEXT_CHARS, TEXT, SidebarChoices
@@ -47,6 +49,8 @@ CUSTOM = N_("(type your own)")      # the picker's first line: no preset (shown 
 PRESET = "preset"         # the preset picker's widget key (it only sets the sentence)
 TEXT_LANG = "text_lang"   # owner key: the language the sentence is in
 SEPARATOR = "  ("         # a preset's line: the sentence, then its label in brackets
+MARKDOWN = re.compile(r"[\\`*_{}\[\]()#+\-.!|~<>$:]")   # what a label's Markdown reads
+LABEL_CHARS = 70          # the compact header shows this much of the sentence
 
 
 def _line(sentence: str, label: str) -> str:
@@ -69,18 +73,34 @@ def _follow_language(src_lang: str, first_preset: str) -> None:
     state.put(TEXT_LANG, src_lang)
 
 
-def input_ui(src_lang: str) -> str:
+def plain(text: str) -> str:
+    """Text shown as itself in a widget's label, which Streamlit reads as Markdown."""
+    return MARKDOWN.sub(r"\\\g<0>", text)
+
+
+def input_ui(src_lang: str, where: DeltaGenerator | None = None) -> str:
+    """The preset picker and the text box, in `where` (the page, or the compact header's popover)."""
+    where = where or st
     presets = PRESETS.get(src_lang, {})
     first = next(iter(presets), "")
     _follow_language(src_lang, first)
     lines = [_(CUSTOM), *(_line(s, label) for s, label in presets.items())]
     if state.widget(PRESET) not in lines:              # first run, or another interface language
         state.mirror(PRESET, lines[0])
-    st.selectbox(_("Try a preset sentence"), lines, key=PRESET, on_change=_use_preset)
+    where.selectbox(_("Try a preset sentence"), lines, key=PRESET, on_change=_use_preset)
     state.restore(TEXT.name, first)
-    text = st.text_input(_("Sentence to translate ({lang}, at most {n} subword tokens)").format(
+    text = where.text_input(_("Sentence to translate ({lang}, at most {n} subword tokens)").format(
         lang=src_lang, n=resources.MAX_APP_TOKENS), key=TEXT.name, max_chars=MAX_TEXT_CHARS)
     return state.remember(TEXT.name, text)
+
+
+def compact_input_ui(src_lang: str, where: DeltaGenerator) -> str:
+    """The front of a room's header: the sentence as a button that opens the picker and the text box."""
+    shown = state.widget(TEXT.name) or state.get(TEXT.name) or next(iter(PRESETS.get(src_lang, {})), "")
+    label = shown if len(shown) <= LABEL_CHARS else shown[:LABEL_CHARS - 1] + "…"
+    with where.popover(plain(label) or _("Type a sentence"), icon=":material/edit:", type="tertiary",
+                       key="edit_sentence", help=_("Change the sentence ({lang})").format(lang=src_lang)):
+        return input_ui(src_lang, st.container())
 
 
 def _too_long(ckpt: Checkpoint, text: str) -> bool:
@@ -100,49 +120,65 @@ def decode_early(ckpt: Checkpoint, text: str, settings: SidebarChoices) -> None:
         return
 
 
-def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices) -> Explanation | None:
-    """Translate and show the result; None (with a message) for text the model cannot take."""
+def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices,
+                where: DeltaGenerator | None = None) -> Explanation | None:
+    """Translate and show the result in `where` (the page, or the compact header's right side); None
+    (with a message) for text the model cannot take."""
+    where = where or st
     if _too_long(ckpt, text):
-        st.warning(_("That sentence is longer than {n} subword tokens; please shorten it.").format(
+        where.warning(_("That sentence is longer than {n} subword tokens; please shorten it.").format(
             n=resources.MAX_APP_TOKENS))
         return None
     try:
         with st.spinner(_("Translating…")):
             ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts)
     except InputError as exc:
-        st.info(_("Nothing to show yet: {why}.").format(why=exc))
+        where.info(_("Nothing to show yet: {why}.").format(why=exc))
         return None
+    heading = "### " if not settings.projector else "#### "
     if polls.answer_hidden(polls.NEXT_TOKEN):
-        st.container(key="translation").markdown("### " + _("(the translation is hidden while the class answers)"))
+        where.container(key="translation").markdown(heading + _("(the translation is hidden while the class answers)"))
         return ex
-    st.container(key="translation").markdown("### " + (ex.output or _("(empty output)")))
-    confidence_note(ckpt, ex)
+    where.container(key="translation").markdown(heading + (ex.output or _("(empty output)")))
+    confidence_note(ckpt, ex, where, short=settings.projector)
     unknown = ex.source_ids.count(ckpt.config.unk_id)
     if unknown:
-        st.caption(ngettext("{n} piece of the input is outside the vocabulary and shown as <unk>.",
-                            "{n} pieces of the input are outside the vocabulary and shown as <unk>.",
-                            unknown).format(n=unknown))
+        where.caption(ngettext("{n} piece of the input is outside the vocabulary and shown as <unk>.",
+                               "{n} pieces of the input are outside the vocabulary and shown as <unk>.",
+                               unknown).format(n=unknown))
     export_ui(ckpt, ex, settings)
     return ex
 
 
-def confidence_note(ckpt: Checkpoint, ex: Explanation) -> None:
-    """Whether to trust the translation: calibrated on val (model/commands/calibrate.py), with its reasons."""
+def confidence_note(ckpt: Checkpoint, ex: Explanation, where: DeltaGenerator | None = None,
+                    short: bool = False) -> None:
+    """Whether to trust the translation: calibrated on val (model/commands/calibrate.py), with its reasons.
+    `short` (the front of a room): a few words, the whole sentence in their tooltip."""
     conf = ex.confidence(ckpt)
     reasons = conf.reasons(ex.output_pieces(ckpt))
-    box = st.container(key="confidence")
+    box = (where or st).container(key="confidence")
     why = " " + _("Why: {reasons}.").format(reasons="; ".join(reasons)) if reasons else ""
     mean, wrong = num(conf.mean_prob, ".2f"), num(conf.p_wrong or 0, ".0%")
     if conf.p_wrong is None:
-        box.caption(_("Mean token probability {mean}. This model has no calibrated confidence "
-                      "(`python -m model.calibrate` fits one).").format(mean=mean) + why)
+        said = _("Mean token probability {mean}. This model has no calibrated confidence "
+                 "(`python -m model.calibrate` fits one).").format(mean=mean) + why
+        brief = _("mean token probability {mean}").format(mean=mean)
     elif conf.flagged:
-        box.warning(_("**Check this translation.** The model is unsure: by its own probabilities, translations "
-                      "like this one are wrong {wrong} of the time.").format(wrong=wrong) + why,
-                    icon=":material/help:")
+        said = _("**Check this translation.** The model is unsure: by its own probabilities, translations "
+                 "like this one are wrong {wrong} of the time.").format(wrong=wrong) + why
+        if not short:
+            box.warning(said, icon=":material/help:")
+            return
+        box.markdown(":orange-badge[:material/help: " + _("Check this translation") + "]", help=said)
+        return
     else:
-        box.caption(_("Confident: translations this sure are wrong about {wrong} of the time "
-                      "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why)
+        said = _("Confident: translations this sure are wrong about {wrong} of the time "
+                 "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why
+        brief = _("confident")
+    if short:
+        box.caption(brief, help=said)
+    else:
+        box.caption(said)
 
 
 def trace_json(ckpt: Checkpoint, ex: Explanation, settings: SidebarChoices, upto: Cost = Cost.GRADIENT) -> dict:

@@ -31,6 +31,31 @@ def page_style() -> None:
     st.html(STYLE)
 
 
+# The front of a room (projector mode): less empty space above and between the blocks, so that a
+# page's picture starts in the upper half of a 1280x720 or 1024x768 window.
+COMPACT_STYLE = ("<style>[data-testid='stMainBlockContainer'] {padding-top: 3rem !important; "
+                 "padding-bottom: 2rem !important} "
+                 "[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] {gap: 0.6rem} "
+                 ".st-key-header p {margin-bottom: 0}</style>")
+
+
+def compact_style() -> None:
+    st.html(COMPACT_STYLE)
+
+
+def why(where: DeltaGenerator, text: str, compact: bool, key: str, formula: str | None = None,
+        more: str | None = None) -> None:
+    """A page's explanatory paragraph (with its formula and a further note): captions, or in compact mode
+    folded behind a "Why?" button whose popover holds the same, so that the picture comes first."""
+    if compact:
+        where = where.popover(_("Why?"), icon=":material/help:", type="tertiary", key=f"why_{key}")
+    (where.markdown if compact else where.caption)(text)
+    if formula:
+        where.latex(formula)
+    if more:
+        (where.markdown if compact else where.caption)(more)
+
+
 def chart(where: DeltaGenerator, fig: go.Figure, key: str, settings: SidebarChoices) -> None:
     """Show a figure; its camera icon downloads it as PNG or SVG (the sidebar's choice). Described
     in words too (`described`)."""

@@ -107,7 +107,8 @@ def _stack_bracket(side: str, bottom: float, top: float, n: int) -> tuple[dict, 
 
 
 def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Mapping[str, str],
-                  selected: str | None = None, title: str = "", large: bool = False) -> go.Figure:
+                  selected: str | None = None, title: str = "", large: bool = False,
+                  height: int | None = None) -> go.Figure:
     """Figure 1 for `cfg`. values: block id -> the strip to draw in it (d_model values, or an
     attention row); texts: block id -> a short text shown instead of a strip (e.g. the top
     next tokens). `selected` is outlined in red. Traces, shapes and annotations go in as
@@ -140,7 +141,8 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                        customdata=[b.id for b in items],
                        hovertext=[_("{block}: click for details").format(block=b.label) for b in items],
                        hoverinfo="text", showlegend=False))
-    layout = dict(title=title, height=960 if large else 720, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+    height = height or (960 if large else 720)      # a projector's 720-px screen asks for less
+    layout = dict(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                   dragmode=False, clickmode="event+select", showlegend=False,
                   shapes=shapes, annotations=notes,
                   xaxis=dict(visible=False, range=[-0.6, 10.2], fixedrange=True),

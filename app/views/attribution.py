@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 import figures
 from app import sentence
@@ -38,11 +39,18 @@ def default_methods(n_layers: int) -> list[str]:
 
 
 def render(ctx: Context) -> None:
-    st.caption(_(INTRO))
-    _faithfulness(ctx)
     n_layers = ctx.checkpoint.config.n_decoder_layers
-    att = _attribution(ctx)
-    shown = _methods_ui(att, n_layers)
+    if ctx.settings.projector:          # the front of a room: one row of choices, the words behind "Why?"
+        toggles, chooser, words = st.columns([3, 6, 1], vertical_alignment="bottom")
+        with words.popover(_("Why?"), icon=":material/help:", type="tertiary", key="why_attribution"):
+            st.markdown(_(INTRO))
+            _faithfulness(ctx)
+    else:
+        toggles = chooser = st
+        st.caption(_(INTRO))
+        _faithfulness(ctx)
+    att = _attribution(ctx, toggles)
+    shown = _methods_ui(att, n_layers, chooser)
     _heatmaps(ctx, att, shown)
     _source_share(ctx, att)
     _heads(ctx, att)
@@ -50,8 +58,10 @@ def render(ctx: Context) -> None:
     _downloads(ctx, att)
 
 
-def _attribution(ctx: Context) -> Attribution:
-    with_ig = toggle(st, INTEGRATED, _("Integrated gradients (the slowest method: a few seconds)"),
+def _attribution(ctx: Context, where: DeltaGenerator) -> Attribution:
+    label = (_("Integrated gradients (slow)") if ctx.settings.projector   # compact: a label that fits its column
+             else _("Integrated gradients (the slowest method: a few seconds)"))
+    with_ig = toggle(where, INTEGRATED, label,
                      help=_("Adds up the gradient along a path from all-zero embeddings to the sentence's own; "
                             "computed once per sentence for everyone on this server."))
     ex = ctx.explanation
@@ -75,9 +85,9 @@ def _attribution(ctx: Context) -> Attribution:
     return att
 
 
-def _methods_ui(att: Attribution, n_layers: int) -> list[str]:
+def _methods_ui(att: Attribution, n_layers: int, where: DeltaGenerator) -> list[str]:
     options = list(att.scores)
-    chosen = multiselect(st, METHODS, _("Methods side by side"), options, default=[
+    chosen = multiselect(where, METHODS, _("Methods side by side"), options, default=[
         m for m in default_methods(n_layers) if m in options], format_func=lambda k: att.methods[k].shown())
     return chosen or options[:1]
 

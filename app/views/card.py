@@ -13,7 +13,7 @@ import figures
 from app import resources
 from app.context import Context
 from app.settings import declare, layer_head
-from app.ui import chart
+from app.ui import chart, why
 from i18n import _, language, num
 from model.network.config import ModelConfig
 from model.storage.card import (
@@ -55,7 +55,9 @@ def provenance(meta: dict) -> str:
 
 def render(ctx: Context) -> None:
     ckpt, meta = ctx.checkpoint, ctx.checkpoint.meta
-    st.caption(intro(ckpt.config))
+    why(st, intro(ckpt.config), ctx.settings.projector, "card")
+    if ctx.settings.projector:          # the front of a room: the training curves first, the tables after
+        _training(ctx)
     c1, c2 = st.columns(2)
     rows = shape_rows(ckpt.config)
     c1.dataframe(pd.DataFrame({_("setting"): list(rows), _("value"): list(rows.values())}).astype(str),
@@ -66,7 +68,8 @@ def render(ctx: Context) -> None:
                                _("parameters"): [num(n, ",") for _c, n in counts] + [num(total, ",")]}),
                  hide_index=True, width="stretch")
     st.markdown(provenance(meta))
-    _training(ctx)
+    if not ctx.settings.projector:
+        _training(ctx)
     snapshots_ui(ctx)
 
 

@@ -17,7 +17,7 @@ from figures.heads import head_grid, offset_profile, qk_map
 from i18n import N_, _, language, num
 from model.analysis.heads import HeadStatistics, KindStatistics, StatisticsError, sentence_set, skipped_summary
 from model.analysis.heads.roles import RULES
-from model.network.kinds import ATTENTION_KINDS
+from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,24 @@ INTRO = N_("One sentence's heatmap invites stories that the next sentence contra
 
 
 def render(ctx: Context) -> None:
-    st.caption(_(INTRO))
+    compact = ctx.settings.projector    # the front of a room: one row of choices, the words behind "Why?"
+    if not compact:
+        st.caption(_(INTRO))
     stats = _statistics(ctx)
     if stats is None:
         return
-    _about(stats)
-    name = radio(st, KIND, _("Attention kind"), format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True)
+    row = st.columns([4, 3, 2, 2, 2], vertical_alignment="bottom") if compact else None
+    if compact:
+        with row[4].popover(_("Why?"), icon=":material/help:", type="tertiary", key="why_heads"):
+            st.markdown(_(INTRO))
+            _about(stats)
+    else:
+        _about(stats)
+    label = _("Attention kind")
+    name = (selectbox(row[0], KIND, label, KIND_NAMES, format_func=lambda k: _(ATTENTION_KINDS[k].label))
+            if compact else radio(st, KIND, label, format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True))
     k = stats.kinds[name]
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = row[1:4] if compact else st.columns(3)
     options = [s for s in STATISTICS if s != "agreement" or k.agreement is not None]
     stat = selectbox(c1, STAT, _("Colour by"), options, format_func=lambda s: _(STATISTICS[s].label),
                      help="; ".join(f"{_(STATISTICS[s].label)}: {_(STATISTICS[s].help)}" for s in options))

@@ -9,7 +9,7 @@ import figures
 from app import polls
 from app.context import Context
 from app.settings import declare, index, layer_head, radio, selectbox
-from app.ui import chart, csv_button, tokens_for
+from app.ui import chart, csv_button, tokens_for, why
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
@@ -25,12 +25,16 @@ ROLLOUT_CAPTION = N_(
 
 def render(ctx: Context) -> None:
     ex, settings = ctx.explanation, ctx.settings
-    name = radio(st, KIND, _("Attention kind"), format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True)
+    compact = settings.projector           # the front of a room: every picker in one row, the picture first
+    row = st.columns([5, 2, 2, 4, 2], vertical_alignment="bottom") if compact else None
+    label = _("Attention kind")
+    name = (selectbox(row[0], KIND, label, KIND_NAMES, format_func=lambda k: _(ATTENTION_KINDS[k].label)) if compact
+            else radio(st, KIND, label, format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True))
     kind = ATTENTION_KINDS[name]
     rows, cols = tokens_for(ex.trace, kind.query_side), tokens_for(ex.trace, kind.key_side)
     attn = ex.trace.attention(name)[:, 0].numpy()  # (L, H, Tq, Tk)
-    st.caption(_(kind.caption))
-    c1, c2, c3 = st.columns(3)
+    why(row[4] if compact else st, _(kind.caption), compact, "explore")
+    c1, c2, c3 = row[1:4] if compact else st.columns(3)
     layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
     picked = selectbox(c3, QUERY, _("Highlight the row of token"), [None, *range(len(rows))],
                        format_func=lambda i: _("(none)") if i is None else f"{i}: {rows[i]}", placeholder=_("(none)"))

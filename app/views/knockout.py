@@ -8,7 +8,7 @@ import figures
 from app import resources, state
 from app.context import Context
 from app.settings import declare, multiselect
-from app.ui import chart, described
+from app.ui import chart, described, why
 from i18n import N_, _, ngettext, num
 from model.inference.pipeline import head_names
 from model.network.kinds import STACKS
@@ -78,8 +78,8 @@ def _clicked_cell(event, n_rows: int, n_cols: int) -> tuple[int, int] | None:
 
 def render(ctx: Context) -> None:
     ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
-    st.caption(_("Multi-head attention concatenates h heads: MultiHead(Q, K, V) = Concat(head₁, …, head_h) Wᴼ. "
-                 "Zero some heads' outputs before Wᴼ and see what the translation loses."))
+    why(st, _("Multi-head attention concatenates h heads: MultiHead(Q, K, V) = Concat(head₁, …, head_h) Wᴼ. "
+              "Zero some heads' outputs before Wᴼ and see what the translation loses."), settings.projector, "knockout")
     effects_grid(ctx)
     st.subheader(_("Switch off heads of your choice"))
     off = selection_ui(ckpt)

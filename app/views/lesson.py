@@ -275,7 +275,8 @@ def _move(by: int) -> None:
 
 def controls() -> int:
     """Previous / next (keyboard ← →) and a list of the steps; returns the current step (1-based)."""
-    c = st.columns([1, 1, 5])
+    row = st.container(horizontal=True, vertical_alignment="center", key="lesson_controls")   # buttons fit their names
+    c = (row, row, row)
     current = state.get(LESSON_STEP.name, LESSON_STEP.default)
     c[0].button(_("Previous"), key="lesson_prev", icon=":material/chevron_left:", disabled=current <= 1,
                 shortcut="Left", help=_("keyboard: ←"), on_click=_move, args=(-1,))
@@ -293,10 +294,12 @@ def render(ctx: Context) -> None:
     k = controls()
     step = STEPS[k - 1]
     st.progress(k / len(STEPS), text=_("step {k} of {n}").format(k=k, n=len(STEPS)))
-    st.header(_(step.title))
-    st.markdown(_(step.text))
-    st.latex(step.formula)
+    # the front of a room: the words beside the picture, not above it
+    words, picture = st.columns([2, 3]) if ctx.settings.projector else (st, st)
+    (words.subheader if ctx.settings.projector else words.header)(_(step.title))
+    words.markdown(_(step.text))
+    words.latex(step.formula)
     fig = ctx.figure("lesson", k, lambda: step.figure(LessonData(ctx.checkpoint, ctx.with_stream,
                                                                  lambda: ctx.attribution(Cost.TRACE))))
-    chart(st, fig, key="lesson_figure", settings=ctx.settings)
-    st.info(_("**Try this:** {task}").format(task=_(step.try_this)), icon=":material/science:")
+    chart(picture, fig, key="lesson_figure", settings=ctx.settings)
+    words.info(_("**Try this:** {task}").format(task=_(step.try_this)), icon=":material/science:")

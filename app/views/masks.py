@@ -8,7 +8,7 @@ import streamlit as st
 import figures
 from app.context import Context
 from app.settings import declare, layer_head, radio
-from app.ui import chart, csv_button, tokens_for
+from app.ui import chart, csv_button, tokens_for, why
 from i18n import N_, _
 from model.inference.pipeline import InputError
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
@@ -26,7 +26,7 @@ PADDING_CAPTION = N_(
 
 
 def render(ctx: Context) -> None:
-    st.caption(_(INTRO))
+    why(st, _(INTRO), ctx.settings.projector, "masks")
     _padding(ctx)
     _causal_and_cross(ctx)
     _before_and_after(ctx)

@@ -9,7 +9,7 @@ import streamlit as st
 import figures
 from app.context import Context
 from app.settings import declare, index, layer_head, selectbox, toggle
-from app.ui import chart, tokens_for
+from app.ui import chart, tokens_for, why
 from i18n import N_, _, num
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 from model.network.trace import Trace
@@ -41,10 +41,14 @@ def one_query(
 
 
 def render(ctx: Context) -> None:
-    st.latex(FORMULA)
-    st.caption(_(INTRO))
+    compact = ctx.settings.projector     # the front of a room: the formula and its words behind "Why?"
+    if not compact:
+        st.latex(FORMULA)
+        st.caption(_(INTRO))
     trace = ctx.with_qkv.trace
-    c = st.columns(4)
+    c = st.columns([4, 2, 2, 3, 2] if compact else 4, vertical_alignment="bottom")
+    if compact:
+        why(c[4], _(INTRO), True, "head", FORMULA)
     name = selectbox(c[0], HEAD_KIND, _("Attention"), list(ATTENTION_KINDS),
                      format_func=lambda k: _(ATTENTION_KINDS[k].label))
     kind = ATTENTION_KINDS[name]

@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 import torch
+from streamlit.delta_generator import DeltaGenerator
 
 import figures
 from app import classroom, links, state
 from app.context import Context
 from app.settings import LAYER, declare, index, selectbox, slider
-from app.ui import chart, described, fragment
+from app.ui import chart, described, fragment, why
 from app.views.explore import KIND
 from figures import diagram
 from i18n import _, num
@@ -33,6 +34,7 @@ OV_TEMPERATURE = declare("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), 
 OV_TOP_K = declare("ov_top_k", None, 0, int, bounds=(0, 50))
 OV_TOP_P = declare("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
 OV_UNIT = declare("ov_unit", None, None, int)
+COMPACT_HEIGHT = 680      # the diagram in projector mode: most of it within a 1280x720 window below the pickers
 
 
 def render(ctx: Context) -> None:
@@ -49,10 +51,15 @@ def overview(ctx: Context) -> None:
     ex = ctx.with_stream
     trace, cfg = ex.trace, ctx.checkpoint.config
     src, tgt = trace.source_tokens[0], trace.target_tokens[0]
-    st.caption(_("Figure 1 of the paper, drawn for this model, with this sentence's numbers in every block: each "
-                 "strip is the chosen token's vector (d_model values, red positive, blue negative) or its attention "
-                 "row over the keys (the heads' mean). Click a block to open it."))
-    c = st.columns(3)
+    compact = ctx.settings.projector      # the front of a room: the words behind "Why?", beside the pickers
+    words = _("Figure 1 of the paper, drawn for this model, with this sentence's numbers in every block: each strip "
+              "is the chosen token's vector (d_model values, red positive, blue negative) or its attention row over "
+              "the keys (the heads' mean). Click a block to open it.")
+    if not compact:
+        st.caption(words)
+    c = st.columns([3, 3, 3, 4, 2] if compact else 3, vertical_alignment="bottom")
+    if compact:
+        why(c[4], words, True, "overview")
     token = selectbox(c[0], OV_TOKEN, _("Source token"), range(len(src)), format_func=lambda i: f"{i}: {src[i]}")
     pos = selectbox(c[1], OV_POS, _("Decoder position (predicts the next token)"), range(len(tgt)),
                     format_func=lambda i: f"{i}: {tgt[i]}")
@@ -60,7 +67,7 @@ def overview(ctx: Context) -> None:
                       range(min(cfg.n_encoder_layers, cfg.n_decoder_layers)))
     log_probs = ctx.logit_lens()[-1]          # (T, V): the model's own next-token distribution, cached
     top = _top(ctx, log_probs[pos], 5)
-    block = _block_picker(ctx, trace, token, pos, layer, top)
+    block = _block_picker(ctx, trace, (token, pos, layer), top, c[3] if compact else st)
     st.divider()
     PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
                                                                                       (token, pos, layer), log_probs)
@@ -73,18 +80,22 @@ def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float
     return list(zip(pieces, values.tolist()))
 
 
-def _block_picker(ctx: Context, trace: Trace, token: int, pos: int, layer: int, top: list) -> str:
-    """The figure (a click selects a block) and a list of the blocks that says the same."""
+def _block_picker(ctx: Context, trace: Trace, where: tuple[int, int, int], top: list, picker: DeltaGenerator) -> str:
+    """The figure (a click selects a block) and a list of the blocks that says the same (in `picker`).
+    Compact (the front of a room): the figure as high as a projector's 720-px screen leaves it."""
+    token, pos, layer = where
     clicked = _clicked(state.widget("overview_figure"))
     if clicked is not None and clicked != state.held(state.OV_CLICKED):
         state.hold(state.OV_CLICKED, clicked)
         state.set_widget(OV_BLOCK.name, clicked)
     names = diagram.picker_names(ctx.checkpoint.config)
-    block = selectbox(st, OV_BLOCK, _("Block"), diagram.BLOCK_IDS, format_func=lambda b: names[b],
+    block = selectbox(picker, OV_BLOCK, _("Block"), diagram.BLOCK_IDS, format_func=lambda b: names[b],
                       help=_("or click a block in the figure"))
     values, texts = diagram.values_of(trace, token, pos, layer, top)
-    fig = ctx.figure("overview", (token, pos, layer, block), lambda: diagram.model_diagram(
-        ctx.checkpoint.config, values, texts, selected=block, large=ctx.settings.display.large))
+    compact = ctx.settings.projector
+    fig = ctx.figure("overview", (token, pos, layer, block, compact), lambda: diagram.model_diagram(
+        ctx.checkpoint.config, values, texts, selected=block, large=ctx.settings.display.large,
+        height=COMPACT_HEIGHT if compact else None))
     st.plotly_chart(fig, key="overview_figure", on_select="rerun", selection_mode="points", width="stretch",
                     config={"displaylogo": False, "displayModeBar": False})
     described(st, fig, ctx.settings)

@@ -8,7 +8,7 @@ import streamlit as st
 import figures
 from app.context import Context
 from app.settings import declare, multiselect, slider
-from app.ui import chart, csv_button
+from app.ui import chart, csv_button, why
 from i18n import N_, _, num
 from model.network import names
 
@@ -45,10 +45,8 @@ def default_dims(d: int, layout: str) -> list[int]:
 def render(ctx: Context) -> None:
     ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
     cfg = ckpt.config
-    st.caption(_(INTRO))
-    st.latex(FORMULA[cfg.pe_layout])
-    if cfg.pe_layout == "halves":
-        st.caption(_(HALVES_NOTE))
+    why(st, _(INTRO), settings.projector, "positional", FORMULA[cfg.pe_layout],
+        _(HALVES_NOTE) if cfg.pe_layout == "halves" else None)
     tokens = ex.trace.source_tokens[0]
     pe = ex.trace[names.side("source", "positional")].numpy()  # (S, D)
     c1, c2 = st.columns(2)

@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 import figures
 from app import classroom, polls, state
@@ -16,7 +17,7 @@ from app.context import Context
 from app.links import Site
 from app.settings import SidebarChoices, declare, flag, toggle
 from app.state import StepCursor
-from app.ui import chart, fragment
+from app.ui import chart, fragment, why
 from i18n import N_, _, num
 from model.analysis.attribution import Attribution, Cost
 from model.analysis.readings import first_divergence, tree_until
@@ -69,25 +70,33 @@ def _slid(cursor: StepCursor) -> None:
     cursor.slide(state.widget(cursor.slider_key))
 
 
-def controls(cursor: StepCursor, n_steps: int) -> int:
-    """Reset / previous / next / play and a slider over steps 0..n_steps-1. The buttons act
-    on the cursor in callbacks, before the page is drawn, so their disabled states are current."""
+def controls(cursor: StepCursor, n_steps: int, why_text: str | None = None) -> int:
+    """Reset / previous / next / play and a slider over steps 0..n_steps-1, in one row whose buttons are
+    as wide as their names (and, in compact mode, the page's "Why?"). The buttons act on the cursor in
+    callbacks, before the page is drawn, so their disabled states are current."""
     step = cursor.step
-    c = st.columns([1.2, 1.3, 1.3, 1.2, 4.6])
-    c[0].button(_("Reset"), key="reset", icon=":material/first_page:", on_click=cursor.reset)
-    c[1].button(_("Prev"), key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left",
-                help=_("keyboard: ←"), on_click=cursor.move, args=(-1, n_steps))
-    c[2].button(_("Next"), key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1,
-                shortcut="Right", help=_("keyboard: →"), on_click=cursor.move, args=(1, n_steps))
-    c[3].button(_("Pause") if cursor.playing else _("Play"), key="play",
-                icon=":material/pause:" if cursor.playing else ":material/play_arrow:", on_click=cursor.toggle_play)
+    row = st.container(horizontal=True, vertical_alignment="bottom", key="step_controls")
+    row.button(_("Reset"), key="reset", icon=":material/first_page:", on_click=cursor.reset)
+    row.button(_("Prev"), key="prev", icon=":material/chevron_left:", disabled=step == 0, shortcut="Left",
+               help=_("keyboard: ←"), on_click=cursor.move, args=(-1, n_steps))
+    row.button(_("Next"), key="next", icon=":material/chevron_right:", disabled=step >= n_steps - 1,
+               shortcut="Right", help=_("keyboard: →"), on_click=cursor.move, args=(1, n_steps))
+    row.button(_("Pause") if cursor.playing else _("Play"), key="play",
+               icon=":material/pause:" if cursor.playing else ":material/play_arrow:", on_click=cursor.toggle_play)
     if n_steps > 1:
-        c[4].slider(_("Step"), 0, n_steps - 1, value=step, key=cursor.slider_key, on_change=_slid, args=(cursor,))
+        row.slider(_("Step"), 0, n_steps - 1, value=step, key=cursor.slider_key, on_change=_slid, args=(cursor,))
+    if why_text is not None:
+        why(row, why_text, True, "step")
     return step
 
 
+def _caption(ctx: Stepping) -> str:
+    return _(CAPTIONS[ctx.settings.opts.method]) + " " + _("Keyboard: ← and → step.")
+
+
 def render(ctx: Context) -> None:
-    st.caption(_(CAPTIONS[ctx.settings.opts.method]) + " " + _("Keyboard: ← and → step."))
+    if not ctx.settings.projector:
+        st.caption(_caption(ctx))
     stepping(ctx)
     _token_confidence(ctx)       # outside the fragment: Next does not send it again
 
@@ -100,12 +109,14 @@ def stepping(ctx: Stepping) -> None:
     steps = ex.result.steps
     cursor = ctx.cursor
     cursor.follow(f"{ctx.path}|{ex.text}|{settings.opts}", len(steps))
-    t = controls(cursor, len(steps))
+    t = controls(cursor, len(steps), _caption(ctx) if settings.projector else None)
+    # compact (the front of a room): the step, the hypothesis and the tree's switch in one row
+    row = st.columns([3, 3, 4], vertical_alignment="center") if settings.projector else (st, st, st)
     record = steps[t]
-    chosen = _pick_hypothesis(record, ctx, t)
+    chosen = _pick_hypothesis(record, ctx, t, row[1])
     hyp = record.hypotheses[chosen]
     decode = ctx.checkpoint.tgt_tokenizer.decode
-    st.markdown(_("**Step {t}** of {n}. Output so far: `{output}`").format(
+    row[0].markdown(_("**Step {t}** of {n}. Output so far: `{output}`").format(
         t=t, n=len(steps) - 1, output=decode(hyp.tokens) or _("(nothing yet)")))
     pieces = ctx.checkpoint.tgt_tokenizer.pieces
     polls.offer_next_token_poll(ex.text, decode(hyp.tokens), [(pieces([tok])[0], p) for tok, p in hyp.top_k[:4]],
@@ -115,7 +126,7 @@ def stepping(ctx: Stepping) -> None:
                   "“What comes next?”."), icon=":material/visibility_off:")
     else:
         if settings.opts.method == "beam":
-            _beam_tree(ctx, steps, t, chosen)
+            _beam_tree(ctx, steps, t, chosen, row[2])
         _next_token(ctx, record, chosen)
     if settings.opts.method == "beam":
         _side_by_side(ctx)
@@ -124,17 +135,18 @@ def stepping(ctx: Stepping) -> None:
         _play(cursor, len(steps))
 
 
-def _pick_hypothesis(record: StepRecord, ctx: Stepping, t: int) -> int:
+def _pick_hypothesis(record: StepRecord, ctx: Stepping, t: int, where: DeltaGenerator) -> int:
     if len(record.hypotheses) == 1:
         return 0
     decode = ctx.checkpoint.tgt_tokenizer.decode
     names = [_("{i}: {tokens}  [score {score}]").format(i=h.index, tokens=decode(h.tokens) or _("(start)"),
                                                          score=num(h.score, ".2f")) for h in record.hypotheses]
-    return st.selectbox(_("Hypothesis to inspect"), range(len(names)), format_func=names.__getitem__, key=f"hyp_{t}")
+    return where.selectbox(_("Hypothesis to inspect"), range(len(names)), format_func=names.__getitem__,
+                           key=f"hyp_{t}")
 
 
-def _beam_tree(ctx: Stepping, steps: list[StepRecord], t: int, chosen: int) -> None:
-    every_step = toggle(st, ALL_PRUNED, _("Show the pruned candidates of every step"),
+def _beam_tree(ctx: Stepping, steps: list[StepRecord], t: int, chosen: int, where: DeltaGenerator) -> None:
+    every_step = toggle(where, ALL_PRUNED, _("Show the pruned candidates of every step"),
                         help=_("Off: only the current step's pruned candidates, so a wide beam stays readable."))
 
     def build():

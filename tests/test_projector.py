@@ -1,0 +1,93 @@
+"""The front of a room (issue 44): in projector mode, at a projector's 1280x720 and 1024x768, every page
+that shows a chart shows it first: its top edge in the upper half of the window, at least 60 % of it
+visible without scrolling, no horizontal scroll, no button, tab or label cut, the sidebar collapsed.
+Screenshots of every page at both sizes go to test-artifacts/projector/."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import ARTIFACTS, CHROMIUM, ROOT, app_server, no_errors, settle
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
+                                 "(apt-get install -y chromium)")]
+
+SIZES = ((1280, 720), (1024, 768))
+NO_CHART = {"lab"}          # the training lab draws its charts once a model trains
+# Where the first chart is, how much of it the window shows, and which names do not fit their box (a
+# button's, a tab's or a widget label's text wider than the box that clips it).
+MEASURE = """() => {
+  const vh = window.innerHeight, vw = window.innerWidth;
+  const charts = [...document.querySelectorAll('.js-plotly-plot')].filter(e => e.getBoundingClientRect().height > 30);
+  let chart = null;
+  if (charts.length) {
+    const r = charts[0].getBoundingClientRect();
+    chart = {top: r.top, visible: Math.max(0, Math.min(r.bottom, vh) - Math.max(r.top, 0)) / r.height};
+  }
+  const cut = [];
+  const names = "button, [role='tab'], [data-testid='stWidgetLabel'], [data-testid='stWidgetLabel'] *, " +
+                "button *, [role='tab'] *";
+  for (const el of document.querySelectorAll(names)) {
+    const r = el.getBoundingClientRect();
+    if (r.width < 5 || r.bottom < 0 || r.top > vh || !(el.innerText || '').trim()) continue;
+    if (el.closest('[data-testid="stSidebar"]')) continue;
+    const cs = getComputedStyle(el);
+    const clips = cs.textOverflow === 'ellipsis' || ['hidden', 'clip'].includes(cs.overflowX);
+    if (clips && el.scrollWidth > el.clientWidth + 1) cut.push(el.innerText.trim().slice(0, 40));
+  }
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const open = sidebar !== null && sidebar.getBoundingClientRect().right > 5;
+  return {chart, cut, hscroll: document.documentElement.scrollWidth > vw + 1, sidebarOpen: open};
+}"""
+
+
+@pytest.fixture(scope="module")
+def shipped_server():
+    if not (ROOT / "checkpoints" / "multi30k-en-de" / "config.json").is_file():
+        pytest.skip("the shipped checkpoints are not here")
+    with app_server(ROOT / "checkpoints") as url:
+        yield url
+
+
+def _url(base: str, slug: str, first: str) -> str:
+    # the first page lives at "/", where an old-style link with settings opens the explorer: name it
+    return f"{base}/?view={slug}&projector=1" if slug == first else f"{base}/{slug}?projector=1"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_projector_mode_shows_every_pages_picture_first(shipped_server, browser, size):
+    from app.pages import PAGES
+    out = ARTIFACTS / "projector"
+    out.mkdir(parents=True, exist_ok=True)
+    width, height = size
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems = {}
+    for p in PAGES:
+        page.goto(_url(shipped_server, p.slug, PAGES[0].slug))
+        page.wait_for_selector(f".st-key-page-{p.slug}", timeout=90_000)
+        if p.slug not in NO_CHART:
+            page.wait_for_selector(".js-plotly-plot .main-svg", state="attached", timeout=90_000)
+        settle(page)
+        page.wait_for_timeout(300)          # the charts' own layout pass
+        no_errors(page)
+        m = page.evaluate(MEASURE)
+        page.screenshot(path=str(out / f"{p.slug}-{width}x{height}.png"))
+        wrong = []
+        if p.slug not in NO_CHART:
+            chart = m["chart"]
+            if chart is None:
+                wrong.append("no chart")
+            elif chart["top"] > height / 2 or chart["visible"] < 0.6:
+                wrong.append(f"chart at {chart['top']:.0f} px, {chart['visible']:.0%} visible")
+        if m["hscroll"]:
+            wrong.append("horizontal scroll")
+        if m["cut"]:
+            wrong.append(f"cut: {m['cut']}")
+        if m["sidebarOpen"]:
+            wrong.append("sidebar open")
+        if wrong:
+            problems[p.slug] = wrong
+    page.close()
+    assert not problems, problems
