@@ -21,7 +21,7 @@ from app import resources, sentence, state
 from app import settings as settings_module
 from app.context import Context
 from app.links import Site
-from app.settings import Setting, SidebarChoices, declared, linked
+from app.settings import PRESENT, Setting, SidebarChoices, declared, linked
 from app.ui import HIDDEN, compact_style
 from app.views import (
     attribution,
@@ -49,6 +49,7 @@ class Page:
     icon: str
     render: Callable[[Context], None]
     takes_sentence: bool = True
+    main: tuple[str, ...] = ()  # the keys of its main chart, the first drawn wins (the presentation view)
 
     @property
     def settings(self) -> tuple[Setting, ...]:
@@ -58,18 +59,21 @@ class Page:
 
 
 PAGES: tuple[Page, ...] = (
-    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render),
-    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render),
-    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render),
-    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render),
-    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render),
-    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render),
-    Page("head", N_("Inside one head"), ":material/center_focus_strong:", one_head.render),
-    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render),
-    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render),
-    Page("heads", N_("Heads across the corpus"), ":material/view_module:", corpus_heads.render, takes_sentence=False),
+    Page("overview", N_("The whole model"), ":material/account_tree:", overview.render, main=("overview_figure",)),
+    Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render, main=("grid",)),
+    Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render, main=("lesson_figure",)),
+    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render, main=("tree", "topk")),
+    Page("positional", N_("Positional encoding"), ":material/waves:", positional.render, main=("pe_pair",)),
+    Page("masks", N_("Masks"), ":material/visibility_off:", masks.render, main=("pad_pair",)),
+    Page("head", N_("Inside one head"), ":material/center_focus_strong:", one_head.render, main=("head_pipeline",)),
+    Page("knockout", N_("Head knockout"), ":material/block:", knockout.render, main=("ko_grid",)),
+    Page("attribution", N_("What the model used"), ":material/insights:", attribution.render,
+         main=("attr_heatmaps",)),
+    Page("heads", N_("Heads across the corpus"), ":material/view_module:", corpus_heads.render,
+         takes_sentence=False, main=("heads_grid",)),
     Page("lab", N_("Training lab"), ":material/model_training:", lab.render, takes_sentence=False),
-    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False),
+    Page("card", N_("Model card & training"), ":material/description:", card.render, takes_sentence=False,
+         main=("curves",)),
 )
 BY_SLUG = {p.slug: p for p in PAGES}
 # handed to links and the class: every page's path, and every setting a link carries (the shared ones
@@ -90,7 +94,7 @@ def show(page: Page, settings: SidebarChoices, st_pages: dict | None = None) -> 
         return
     title = _("Transformer, explained: {src} → {tgt}").format(src=ckpt.src_lang, tgt=ckpt.tgt_lang)
     ctx = Context(ckpt, settings, pages=st_pages or {}, site=SITE)
-    source, output = header(title, settings.projector)
+    source, output = header(title, settings.projector, page.takes_sentence, bool(page.main))
     text = ""
     if page.takes_sentence:
         text = sentence.compact_input_ui(ckpt.src_lang, source) if settings.projector else sentence.input_ui(
@@ -107,22 +111,66 @@ def show(page: Page, settings: SidebarChoices, st_pages: dict | None = None) -> 
                 return
             ctx = Context(ckpt, settings, text, ex, pages=st_pages or {}, site=SITE)
         state.hold(state.PAGE, page.slug)              # links.publish writes what this page needs
+        if settings.present and page.main:
+            presentation(page)
         with st.container(key=f"page-{page.slug}"):   # names the page for tests (CSS class st-key-page-<slug>)
             page.render(ctx)
 
 
-def header(title: str, compact: bool) -> tuple[DeltaGenerator | None, DeltaGenerator | None]:
+def _close_presentation() -> None:
+    state.set_widget(PRESENT.name, False)
+
+
+def presentation(page: Page) -> None:
+    """The presentation view: the page's main chart alone on the whole window (the rest stays beneath it,
+    so ← and → still step the decoding or the lesson), a Close button that Esc presses."""
+    st.html(presentation_style(page))
+    st.button(_("Close"), key="present_close", icon=":material/close_fullscreen:", shortcut="Escape",
+              help=_("back to the whole page (Esc)"), on_click=_close_presentation)
+
+
+def presentation_style(page: Page) -> str:
+    """CSS that lifts the first of the page's main chart keys that is drawn onto the whole window."""
+    scope = f".st-key-page-{page.slug}"
+    rules = []
+    for i, key in enumerate(page.main):
+        earlier = "".join(f":not(:has(.st-key-{k}))" for k in page.main[:i])
+        rules.append(f"{scope}{earlier} .st-key-{key}")
+    # the rest of the page is hidden, not removed: its buttons keep their keys (← → step, Esc closes)
+    return ("<style>[data-testid='stSidebar'], [data-testid='stHeader'], [data-testid='stSidebarCollapsedControl'] "
+            "{display: none !important} [data-testid='stMain'] {visibility: hidden} "
+            f"{', '.join(rules)} {{visibility: visible; position: fixed !important; inset: 0; z-index: 999990; "
+            "background: white; padding: 3.5rem 2rem 1rem 2rem; overflow: auto; width: auto !important} "
+            ".st-key-present_close {visibility: visible; position: fixed !important; top: 0.75rem; right: 1rem; "
+            "z-index: 999991; width: auto !important}</style>")
+
+
+def header(title: str, compact: bool, sentence: bool, presentable: bool) -> tuple[DeltaGenerator | None,
+                                                                                   DeltaGenerator | None]:
     """The page's title, and where the sentence and its translation go. Compact (projector mode, the front
-    of a room): one slim line, the sentence (a button that opens the text box) beside its translation,
-    the title read out by screen readers only, so that the page's picture comes first."""
+    of a room): one slim line, the sentence (a button that opens the text box) beside its translation and
+    a button to present the page's main chart, the title read out by screen readers only, so that the
+    page's picture comes first."""
     if not compact:
         st.title(title)
         return None, None           # the sentence and its translation below the title, one after the other
     compact_style()
     st.markdown(f'<h1 style="{HIDDEN}">{html.escape(title)}</h1>', unsafe_allow_html=True)
-    source, arrow, output = st.container(key="header").columns([10, 1, 12], vertical_alignment="center")
+    if not sentence:
+        if presentable:
+            _present_button(st.container(horizontal=True, horizontal_alignment="right"))
+        return None, None
+    source, arrow, output, present = st.container(key="header").columns([8, 1, 10, 3], vertical_alignment="center")
     arrow.markdown(":material/arrow_forward:")
+    if presentable:
+        _present_button(present)
     return source, output
+
+
+def _present_button(where: DeltaGenerator) -> None:
+    where.button(_("Present"), key="present_open", icon=":material/fullscreen:", type="tertiary",
+                 help=_("the main chart alone on the whole window (Esc returns)"),
+                 on_click=state.set_widget, args=(PRESENT.name, True))
 
 
 @contextmanager

@@ -112,6 +112,7 @@ TOP_K = declare("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
 TOP_P = declare("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
 SEED = declare("seed", "seed", _D.seed, int, bounds=(0, 10_000))
 PROJECTOR = declare("projector", "projector", False, flag)
+PRESENT = declare("present", "present", False, flag)     # the page's main chart alone, on the whole window
 TABLES = declare("tables", None, False, flag)     # every chart's numbers as a table too (a reader's own choice)
 IMAGE_FORMAT = declare("image_format", "format", "png", choices=("png", "svg"))
 LANGUAGE = declare("language", "lang", i18n.SOURCE, choices=i18n.available())   # the interface's
@@ -213,6 +214,7 @@ class SidebarChoices:
     projector: bool = False
     image_format: str = "png"
     tables: bool = False          # every chart's numbers as a table below it
+    present: bool = False         # the presentation view: the page's main chart alone (app/pages.py)
 
     @property
     def display(self) -> Display:
@@ -308,9 +310,11 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
     opts = decoding_ui(alpha)
     st.sidebar.subheader(_("Display"))
     projector = toggle(st.sidebar, PROJECTOR, _("Projector mode (large fonts, high contrast)"))
+    present = toggle(st.sidebar, PRESENT, _("Presentation view: the page's main chart alone"),
+                     help=_("On the whole window, for the front of a room; ← and → step, Esc returns"))
     tables = toggle(st.sidebar, TABLES, _("Each chart's numbers as a table too"),
                     help=_("for screen readers and for reading exact values; a screen reader also hears each "
                            "chart described in one sentence"))
     image_format = radio(st.sidebar, IMAGE_FORMAT, _("Figure download format"), horizontal=True,
                          help=_("the camera icon above each figure downloads it in this format"))
-    return SidebarChoices(chosen, opts, projector, image_format, tables)
+    return SidebarChoices(chosen, opts, projector, image_format, tables, present)

@@ -285,3 +285,27 @@ def test_a_student_keeps_their_seat_and_their_one_answer_across_a_reload(app_che
     assert not any(b.key == f"poll-send-{poll.id}" for b in reloaded.button)
     forged = _session(class_=m.code, seat="not-a-seat")
     assert forged.session_state["class"].student not in (seat, "not-a-seat")
+
+
+def test_projector_mode_and_the_presentation_view_are_followed(app_checkpoints, monkeypatch):
+    """The front of a room reaches every follower: projector mode, the presentation view and its close."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP, goto, page_of
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    teacher = AppTest.from_file(APP, default_timeout=120).run()
+    teacher.button(key="class-start").click().run()
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params["class"] = teacher.session_state["class"].code
+    student.run()
+    goto(teacher, "step")
+    teacher.toggle(key="projector").set_value(True).run()
+    teacher.button(key="present_open").click().run()         # the header's Present button
+    student.run()
+    assert student.session_state["projector"] and student.session_state["present"]
+    assert page_of(student) == "step" and student.button(key="present_close") is not None
+    teacher.button(key="present_close").click().run()        # Esc presses it
+    assert not teacher.session_state["present"]
+    student.run()
+    assert not student.session_state["present"] and student.session_state["projector"]
+    assert not student.exception and not teacher.exception

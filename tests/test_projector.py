@@ -91,3 +91,37 @@ def test_projector_mode_shows_every_pages_picture_first(shipped_server, browser,
             problems[p.slug] = wrong
     page.close()
     assert not problems, problems
+
+
+PRESENTED = """(key) => {
+  const el = document.querySelector('.st-key-' + key), r = el.getBoundingClientRect();
+  const seen = (e) => getComputedStyle(e).visibility === 'visible' && e.getBoundingClientRect().height > 0;
+  const others = [...document.querySelectorAll('.js-plotly-plot')].filter(e => !el.contains(e) && seen(e));
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  return {top: r.top, left: r.left, width: r.width, fixed: getComputedStyle(el).position === 'fixed',
+          others: others.length, sidebar: sidebar !== null && seen(sidebar)};
+}"""
+
+
+def test_the_presentation_view_from_a_link_steps_with_the_arrow_keys_and_esc_returns(shipped_server, browser):
+    """?present=1 shows the page's main chart alone on the whole window; ← and → step the decoding
+    beneath it (the link's step follows), Esc returns to the whole page."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{shipped_server}/step?present=1&projector=1")
+    page.wait_for_selector(".st-key-tree .js-plotly-plot .main-svg", state="attached", timeout=90_000)
+    settle(page)
+    shown = page.evaluate(PRESENTED, "tree")
+    page.screenshot(path=str(ARTIFACTS / "projector" / "present-step.png"))
+    assert shown["fixed"] and shown["top"] <= 1 and shown["left"] <= 1 and shown["width"] >= 1270, shown
+    assert shown["others"] == 0 and not shown["sidebar"], shown
+    for _ in range(2):
+        page.keyboard.press("ArrowRight")
+        settle(page)
+    page.wait_for_function("() => location.search.includes('step=2')", timeout=30_000)
+    page.keyboard.press("Escape")
+    settle(page)
+    page.wait_for_selector(".st-key-present_close", state="detached", timeout=30_000)
+    assert not page.evaluate(PRESENTED, "tree")["fixed"]
+    assert "present" not in page.url and "step=2" in page.url
+    no_errors(page)
+    page.close()

@@ -93,7 +93,7 @@ def _methods_ui(att: Attribution, n_layers: int, where: DeltaGenerator) -> list[
 
 
 def _heatmaps(ctx: Context, att: Attribution, shown: list[str]) -> None:
-    columns = st.columns(2)
+    columns = st.container(key="attr_heatmaps").columns(2)     # the page's main picture
     for i, key in enumerate(shown):
         where, method = columns[i % 2], att.methods[key]
         src, pre = att.scores[key].normalised()

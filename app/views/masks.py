@@ -40,7 +40,7 @@ def _padding(ctx: Context) -> None:
         st.info(str(exc))
         return
     layer0 = batch.attention("encoder_self")[0]  # (B, H, S, S)
-    for b, col in enumerate(st.columns(2)):
+    for b, col in enumerate(st.container(key="pad_pair").columns(2)):     # the page's main picture
         toks = batch.source_tokens[b]
         mask = ctx.figure(f"pad_mask_{b}", (), lambda b=b, toks=toks: figures.mask_heatmap(
             batch.mask("encoder_self")[b].int().numpy(), toks, toks,

@@ -49,7 +49,7 @@ def render(ctx: Context) -> None:
         _(HALVES_NOTE) if cfg.pe_layout == "halves" else None)
     tokens = ex.trace.source_tokens[0]
     pe = ex.trace[names.side("source", "positional")].numpy()  # (S, D)
-    c1, c2 = st.columns(2)
+    c1, c2 = st.container(key="pe_pair").columns(2)     # the page's main picture (the presentation view)
     chart(c1, ctx.figure("pe_heatmap", (), lambda: figures.pe_heatmap(pe, tokens)), key="pe_heatmap", settings=settings)
     chart(c2, ctx.figure("pe_similarity", (), lambda: figures.pe_similarity(pe, tokens)), key="pe_similarity",
           settings=settings)
