@@ -22,8 +22,14 @@ from model.network.trace import Trace
 # WCAG AA for every text: Streamlit draws captions in a faded grey (#828180 on white: 3.9:1, where
 # axe-core's colour-contrast rule wants 4.5:1); this grey, unfaded, gives 6.5:1 on white and 5.8:1 on
 # the sidebar's background.
+# A table's toolbar buttons (show/hide columns, download, search, full screen) show no focus of their own:
+# a keyboard user gets the same ring as everywhere else (tests/test_keyboard.py).
 STYLE = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p "
-         "{color: #5f5e5b !important; opacity: 1 !important}</style>")
+         "{color: #5f5e5b !important; opacity: 1 !important} "
+         "[data-testid='stElementToolbar']:focus-within {opacity: 1 !important} "
+         "[data-testid='stElementToolbar'] button:focus-visible {outline: 2px solid #1c5fb8 !important; "
+         "outline-offset: 1px}"
+         "</style>")
 
 
 def page_style() -> None:

@@ -1,0 +1,171 @@
+"""Every page by keyboard alone (issue 44, item 4): Tab reaches every control of every page (the sidebar's
+too), each kind of control shows a visible focus ring when Tab lands on it, and each kind works from the
+keyboard (a slider's arrows, a toggle's space, a list's arrows and Enter, an expander's Enter)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import CHROMIUM, ROOT, app_server, no_errors, settle
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
+                                 "(apt-get install -y chromium)")]
+
+# The controls a keyboard user must reach: shown, enabled, tab stops (a list's "Open" arrow and a number's
+# +/- have tabindex -1: the arrow keys do their work), not inside a closed expander (Enter on its summary
+# opens it), not a chart's own toolbar. Each gets a number in data-kb and a kind.
+# A slider's, a toggle's, a radio's own input is visually hidden (1 px): what one sees is its widget.
+SEEN = """const seen = (e) => e.getBoundingClientRect().width >= 2 ? e :
+  (e.closest('[data-testid=stSlider], [data-testid=stCheckbox], label') || e);"""
+CONTROLS = """(root) => {
+  """ + SEEN + """
+  const sel = "button, input, textarea, select, [role='slider'], [role='combobox'], [role='radio'], " +
+              "[role='switch'], [role='checkbox'], [role='tab'], summary, a[href], [tabindex]:not([tabindex='-1'])";
+  const out = [];
+  let i = 0;
+  for (const e of document.querySelector(root).querySelectorAll(sel)) {
+    if (e.closest('.js-plotly-plot, .modebar')) continue;
+    const closed = e.closest('details:not([open])');
+    if (closed && e.tagName !== 'SUMMARY') continue;
+    const r = seen(e).getBoundingClientRect(), cs = getComputedStyle(e);
+    if (r.width < 2 || r.height < 2 || cs.visibility !== 'visible') continue;
+    if (e.disabled || e.getAttribute('aria-disabled') === 'true' || e.tabIndex < 0) continue;
+    if (e.tagName === 'INPUT' && e.type === 'radio' && !e.checked) continue;   // a group has one tab stop
+    e.dataset.kb = String(i++);
+    const kind = e.getAttribute('role') || (e.tagName === 'INPUT' ? 'input-' + e.type : e.tagName.toLowerCase());
+    out.push({kb: e.dataset.kb, kind, name: (e.getAttribute('aria-label') || e.innerText || '').trim().slice(0, 40)});
+  }
+  return out;
+}"""
+FOCUSED = "() => { const e = document.activeElement; return e && e.dataset ? (e.dataset.kb || null) : null; }"
+
+
+BOX = """(kb) => { """ + SEEN + """
+  const r = seen(document.querySelector(`[data-kb="${kb}"]`)).getBoundingClientRect();
+  return {x: r.x, y: r.y, width: r.width, height: r.height}; }"""
+
+
+def _shot(page, kb: str, pad: int = 6) -> bytes:
+    """The control and a few pixels around it, as the window shows it (a focus ring may be drawn outside
+    the box, or by the control's frame)."""
+    box = page.evaluate(BOX, kb)
+    x, y = max(0, box["x"] - pad), max(0, box["y"] - pad)
+    return page.screenshot(clip={"x": x, "y": y, "width": box["width"] + 2 * pad, "height": box["height"] + 2 * pad})
+
+
+@pytest.fixture(scope="module")
+def shipped_server():
+    if not (ROOT / "checkpoints" / "multi30k-en-de" / "config.json").is_file():
+        pytest.skip("the shipped checkpoints are not here")
+    with app_server(ROOT / "checkpoints") as url:
+        yield url
+
+
+MAIN = "[data-testid='stMain']"
+IN_MAIN = f"() => !!document.activeElement && !!document.activeElement.closest(\"{MAIN}\")"
+
+
+def _walk(page, whole: bool) -> tuple[list[dict], set[str], dict[str, bool]]:
+    """Tab through the page: its controls, those Tab reached, and for the first control of each kind whether
+    it looks different with the focus than without it (blurred and focused again in place, so that nothing
+    else changes between the two pictures). `whole`: from the top of the page round to where it started,
+    the sidebar included; else from the start of the page's own part to its end (the sidebar is the same
+    on every page: walked once)."""
+    controls = page.evaluate(CONTROLS, "body" if whole else MAIN)
+    first = {}
+    for c in controls:
+        first.setdefault(c["kind"], c)
+    by_kb = {c["kb"]: c for c in first.values()}
+    ring: dict[str, bool] = {}           # "kind 'name'" of the first control of each kind -> ring seen
+    rung: set[str] = set()
+    reached: list[str | None] = []
+    if not whole:
+        page.evaluate(f"() => document.querySelector(\"{MAIN}\").focus()")
+    for _ in range(len(controls) * 3 + 60):
+        page.keyboard.press("Tab")
+        kb = page.evaluate(FOCUSED)
+        if whole and kb is not None and len(reached) > 5 and kb == next((k for k in reached if k is not None), None):
+            break                                   # round the page to its first control again
+        if not whole and not page.evaluate(IN_MAIN):
+            break                                   # past the page's own part
+        reached.append(kb)
+        if kb in by_kb and kb not in rung:     # the same view with and without the focus
+            rung.add(kb)
+            page.wait_for_timeout(150)              # the ring's transition
+            focused = _shot(page, kb)
+            page.evaluate("() => document.activeElement.blur()")
+            page.wait_for_timeout(150)
+            ring[f"{by_kb[kb]['kind']} {by_kb[kb]['name']!r}"] = _shot(page, kb) != focused
+            page.evaluate("(kb) => document.querySelector(`[data-kb='${kb}']`).focus({preventScroll: true})", kb)
+    return controls, {k for k in reached if k is not None}, ring
+
+
+def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipped_server, browser):
+    from app.pages import PAGES
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    unreached, no_ring, counts = {}, {}, {}
+    for p in PAGES:
+        page.goto(f"{shipped_server}/?view={p.slug}" if p is PAGES[0] else f"{shipped_server}/{p.slug}")
+        page.wait_for_selector(f".st-key-page-{p.slug}", timeout=90_000)
+        settle(page)
+        page.wait_for_timeout(400)
+        no_errors(page)
+        page.evaluate("() => { window.scrollTo(0, 0); document.activeElement && document.activeElement.blur(); }")
+        controls, reached, ring = _walk(page, whole=p is PAGES[0])
+        counts[p.slug] = len(controls)
+        if missed := [f"{c['kind']} {c['name']!r}" for c in controls if c["kb"] not in reached]:
+            unreached[p.slug] = missed
+        if bad := [kind for kind, seen in ring.items() if not seen]:
+            no_ring[p.slug] = bad
+    page.close()
+    assert counts[PAGES[0].slug] >= 30 and min(counts.values()) >= 2, counts   # the controls were found
+    assert not unreached, unreached
+    assert not no_ring, no_ring
+
+
+def _open(page, url: str, selector: str) -> None:
+    page.goto(url)
+    page.wait_for_selector(selector, timeout=90_000)
+    settle(page)
+
+
+def test_each_kind_of_control_works_from_the_keyboard(shipped_server, browser):
+    """A radio group (arrows), a slider (arrows), a toggle (space), a list (arrows, Enter), a button
+    (Enter), an expander (Enter): each changes what it should, with no mouse."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    _open(page, f"{shipped_server}/step", ".st-key-next button")
+    page.locator(".st-key-method input[type='radio']:checked").first.focus()     # beam; ← chooses greedy
+    page.keyboard.press("ArrowLeft")
+    settle(page)
+    assert "method=greedy" in page.url
+    _open(page, f"{shipped_server}/step?method=beam", ".st-key-next button")
+    slider = page.locator(".st-key-beam_size input[type='range']").first
+    before = int(slider.input_value())
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    settle(page)
+    assert int(slider.input_value()) == before + 1 and f"beam={before + 1}" in page.url
+    page.locator(".st-key-all_pruned input").first.focus()
+    page.keyboard.press("Space")
+    settle(page)
+    assert page.locator(".st-key-all_pruned input").first.is_checked()
+    page.locator(".st-key-next button").first.focus()
+    page.keyboard.press("Enter")
+    settle(page)
+    page.wait_for_function("() => document.body.innerText.includes('Step 1 of')")
+    _open(page, f"{shipped_server}/explore", ".st-key-layer [role='combobox']")
+    page.locator(".st-key-layer [role='combobox']").first.focus()
+    page.keyboard.press("ArrowDown")                 # opens the list, on the option after layer 0
+    page.wait_for_selector("[role='option']", timeout=5_000)
+    page.keyboard.press("Enter")
+    settle(page)
+    assert "layer=1" in page.url
+    summary = page.locator("[data-testid='stMain'] summary").first
+    summary.focus()
+    page.keyboard.press("Enter")
+    settle(page)
+    assert summary.evaluate("s => s.parentElement.open")
+    no_errors(page)
+    page.close()
