@@ -232,3 +232,22 @@ def english_sentences(texts: list[str]) -> list[str]:
         if len([w for w in words if w in ENGLISH]) >= 2:
             found.append(text)
     return found
+
+
+AXE = ROOT / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"     # `make test` installs it (npm)
+AXE_RUN = """async () => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
+  return r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                                 where: v.nodes.slice(0, 2).map(n => n.failureSummary)}));
+}"""
+
+
+def axe(page, where: str, counts: dict, violations: dict) -> None:
+    """axe-core on the page as drawn: every violation counted, the serious and critical ones kept."""
+    if not AXE.is_file():
+        return
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate(AXE_RUN)
+    counts[where] = len(found)
+    if bad := [v for v in found if v["impact"] in ("serious", "critical")]:
+        violations[where] = bad

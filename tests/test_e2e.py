@@ -15,6 +15,7 @@ from tests.support import (
     CHROMIUM,
     ROOT,
     app_server,
+    axe,
     choose,
     english_sentences,
     no_errors,
@@ -281,7 +282,6 @@ def test_a_click_on_the_knockout_grid_shows_that_knockouts_translation(server, b
     no_errors(page)
 
 
-AXE = ROOT / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"     # `make test` installs it (npm)
 # The page's own words, without what is data: code, inputs, figures (their titles are read apart), the
 # translation, and containers keyed "data-..." (a corpus's sentences).
 PAGE_WORDS = """() => {
@@ -295,11 +295,7 @@ PAGE_WORDS = """() => {
   const figures = [...document.querySelectorAll('.js-plotly-plot :is(.gtitle, .xtitle, .ytitle, .legendtext)')];
   return lines.concat(figures.map(e => e.textContent));
 }"""
-AXE_RUN = """async () => {
-  const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
-  return r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
-                                 where: v.nodes.slice(0, 2).map(n => n.failureSummary)}));
-}"""
+
 
 
 def test_every_page_in_german_reads_german_and_passes_axe(server, browser):
@@ -326,27 +322,16 @@ def test_every_page_in_german_reads_german_and_passes_axe(server, browser):
         if found := english_sentences(page.evaluate(PAGE_WORDS)):
             english[p.slug] = found
         page.screenshot(path=str(ARTIFACTS / f"{p.slug}.png"), full_page=True)
-        _axe(page, p.slug, counts, violations)
+        axe(page, p.slug, counts, violations)
     page.locator(".st-key-projector label").first.click()          # projector mode: large fonts, high contrast
     settle(page)
     no_errors(page)
     page.screenshot(path=str(ARTIFACTS / "projector.png"), full_page=False)
-    _axe(page, "card, projector mode", counts, violations)
+    axe(page, "card, projector mode", counts, violations)
     context.close()
     assert not english, english
     assert not violations, violations
     print("axe-core violations (any impact) per page:", counts)
-
-
-def _axe(page, where: str, counts: dict, violations: dict) -> None:
-    """axe-core on the page as drawn: every violation counted, the serious and critical ones kept."""
-    if not AXE.is_file():
-        return
-    page.add_script_tag(path=str(AXE))
-    found = page.evaluate(AXE_RUN)
-    counts[where] = len(found)
-    if bad := [v for v in found if v["impact"] in ("serious", "critical")]:
-        violations[where] = bad
 
 
 def _tab_to(page, test: str, presses: int = 120) -> None:
