@@ -46,3 +46,13 @@ def browser():
             "--disable-sync", "--disable-dev-shm-usage"])
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def shipped_server():
+    """The app on the shipped checkpoints (its real pictures), for the browser tests that measure a page."""
+    from tests.support import ROOT, app_server
+    if not (ROOT / "checkpoints" / "multi30k-en-de" / "config.json").is_file():
+        pytest.skip("the shipped checkpoints are not here")
+    with app_server(ROOT / "checkpoints") as url:
+        yield url

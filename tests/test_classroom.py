@@ -224,13 +224,18 @@ def _session(**link: str):
     return at.run()
 
 
-def _a_class_and_a_student(app_checkpoints, monkeypatch):
-    """A teacher who started a class (their Membership), and a student session that joined by the link."""
+def _teacher_and_student(app_checkpoints, monkeypatch):
+    """A teacher's session that started a class, and a student's session that joined by its link."""
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     teacher = _session()
     teacher.button(key="class-start").click().run()
-    m = teacher.session_state["class"]
-    return m, _session(class_=m.code)
+    return teacher, _session(class_=teacher.session_state["class"].code)
+
+
+def _a_class_and_a_student(app_checkpoints, monkeypatch):
+    """A teacher who started a class (their Membership), and a student session that joined by the link."""
+    teacher, student = _teacher_and_student(app_checkpoints, monkeypatch)
+    return teacher.session_state["class"], student
 
 
 def test_the_teacher_link_leads_again_from_another_tab_and_the_join_link_never_does(app_checkpoints, monkeypatch):
@@ -249,15 +254,8 @@ def test_the_teacher_link_leads_again_from_another_tab_and_the_join_link_never_d
 
 def test_the_overview_block_and_the_lesson_step_are_followed_too(app_checkpoints, monkeypatch):
     """Every setting a link carries is followed: here the overview's block, the page, the lesson's step."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.support import APP, goto, page_of
-    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
-    teacher = AppTest.from_file(APP, default_timeout=120).run()
-    teacher.button(key="class-start").click().run()
-    student = AppTest.from_file(APP, default_timeout=120)
-    student.query_params["class"] = teacher.session_state["class"].code
-    student.run()
+    from tests.support import goto, page_of
+    teacher, student = _teacher_and_student(app_checkpoints, monkeypatch)
     teacher.selectbox(key="ov_block").select("decoder.cross_attn").run()
     student.run()
     assert student.session_state["ov_block"] == "decoder.cross_attn"
@@ -289,15 +287,8 @@ def test_a_student_keeps_their_seat_and_their_one_answer_across_a_reload(app_che
 
 def test_projector_mode_and_the_presentation_view_are_followed(app_checkpoints, monkeypatch):
     """The front of a room reaches every follower: projector mode, the presentation view and its close."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.support import APP, goto, page_of
-    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
-    teacher = AppTest.from_file(APP, default_timeout=120).run()
-    teacher.button(key="class-start").click().run()
-    student = AppTest.from_file(APP, default_timeout=120)
-    student.query_params["class"] = teacher.session_state["class"].code
-    student.run()
+    from tests.support import goto, page_of
+    teacher, student = _teacher_and_student(app_checkpoints, monkeypatch)
     goto(teacher, "step")
     teacher.toggle(key="projector").set_value(True).run()
     teacher.button(key="present_open").click().run()         # the header's Present button

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import CHROMIUM, ROOT, app_server, no_errors, settle
+from tests.support import CHROMIUM, no_errors, settle
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -55,14 +55,6 @@ def _shot(page, kb: str, pad: int = 6) -> bytes:
     box = page.evaluate(BOX, kb)
     x, y = max(0, box["x"] - pad), max(0, box["y"] - pad)
     return page.screenshot(clip={"x": x, "y": y, "width": box["width"] + 2 * pad, "height": box["height"] + 2 * pad})
-
-
-@pytest.fixture(scope="module")
-def shipped_server():
-    if not (ROOT / "checkpoints" / "multi30k-en-de" / "config.json").is_file():
-        pytest.skip("the shipped checkpoints are not here")
-    with app_server(ROOT / "checkpoints") as url:
-        yield url
 
 
 MAIN = "[data-testid='stMain']"

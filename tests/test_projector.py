@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ARTIFACTS, CHROMIUM, ROOT, app_server, axe, no_errors, settle
+from tests.support import ARTIFACTS, CHROMIUM, axe, no_errors, settle
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -42,14 +42,6 @@ MEASURE = """() => {
   const open = sidebar !== null && sidebar.getBoundingClientRect().right > 5;
   return {chart, cut, hscroll: document.documentElement.scrollWidth > vw + 1, sidebarOpen: open};
 }"""
-
-
-@pytest.fixture(scope="module")
-def shipped_server():
-    if not (ROOT / "checkpoints" / "multi30k-en-de" / "config.json").is_file():
-        pytest.skip("the shipped checkpoints are not here")
-    with app_server(ROOT / "checkpoints") as url:
-        yield url
 
 
 def _url(base: str, slug: str, first: str) -> str:
