@@ -41,7 +41,9 @@ CONTROLS = """(root) => {
   }
   return out;
 }"""
-FOCUSED = "() => { const e = document.activeElement; return e && e.dataset ? (e.dataset.kb || null) : null; }"
+# The focused control's number (null: none of them), and whether the focus is in the page's own part.
+FOCUSED = """(main) => { const e = document.activeElement;
+  return [e && e.dataset ? (e.dataset.kb || null) : null, !!e && !!e.closest(main)]; }"""
 
 
 BOX = """(kb) => { """ + SEEN + """
@@ -58,7 +60,6 @@ def _shot(page, kb: str, pad: int = 6) -> bytes:
 
 
 MAIN = "[data-testid='stMain']"
-IN_MAIN = f"() => !!document.activeElement && !!document.activeElement.closest(\"{MAIN}\")"
 
 
 def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str]]:
@@ -77,10 +78,10 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
         page.evaluate(f"() => document.querySelector(\"{MAIN}\").focus()")
     for _ in range(len(controls) * 3 + 60):
         page.keyboard.press("Tab")
-        kb = page.evaluate(FOCUSED)
+        kb, in_main = page.evaluate(FOCUSED, MAIN)
         if whole and kb is not None and len(reached) > 5 and kb == next((k for k in reached if k is not None), None):
             break                                   # round the page to its first control again
-        if not whole and not page.evaluate(IN_MAIN):
+        if not whole and not in_main:
             break                                   # past the page's own part
         reached.append(kb)
         if kb in by_kb and by_kb[kb]["kind"] not in ring:     # the same view with and without the focus
