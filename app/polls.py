@@ -15,7 +15,7 @@ import streamlit as st
 
 import figures
 from app.classroom import Membership, follower_tick, membership, store
-from app.ui import described, fragment
+from app.ui import described, fragment, plain
 from i18n import N_, _, ngettext
 from serving import class_store
 from serving.class_store import ClassGone, NotTeacher, Poll, StoreDown
@@ -125,7 +125,7 @@ def _answer(m: Membership, poll: Poll) -> None:
     given = m.answered[poll.id]
     if given:
         st.success(_("Your answer is in: **{answer}**. The teacher will show the class's answers.").format(
-            answer=given))
+            answer=plain(given)))
         return
     options = poll.question["options"]
     pick = st.pills(_(PICK_LABEL.get(poll.kind, YOUR_ANSWER)), options, key=f"poll-pick-{poll.id}")

@@ -6,13 +6,13 @@ the setting `text` (app/state.py), so it survives pages that do not draw the box
 from __future__ import annotations
 
 import json
-import re
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from app import polls, resources, state
 from app.settings import MAX_TEXT_CHARS, TEXT, SidebarChoices
+from app.ui import plain
 from i18n import N_, _, ngettext, num
 from model.analysis.attribution import Cost, attribution_json
 from model.inference.pipeline import Explanation, InputError, explanation_json
@@ -49,7 +49,6 @@ CUSTOM = N_("(type your own)")      # the picker's first line: no preset (shown 
 PRESET = "preset"         # the preset picker's widget key (it only sets the sentence)
 TEXT_LANG = "text_lang"   # owner key: the language the sentence is in
 SEPARATOR = "  ("         # a preset's line: the sentence, then its label in brackets
-MARKDOWN = re.compile(r"[\\`*_{}\[\]()#+\-.!|~<>$:]")   # what a label's Markdown reads
 LABEL_CHARS = 70          # the compact header shows this much of the sentence
 
 
@@ -71,11 +70,6 @@ def _follow_language(src_lang: str, first_preset: str) -> None:
         state.set_widget(TEXT.name, first_preset)
         state.forget(PRESET)
     state.put(TEXT_LANG, src_lang)
-
-
-def plain(text: str) -> str:
-    """Text shown as itself in a widget's label, which Streamlit reads as Markdown."""
-    return MARKDOWN.sub(r"\\\g<0>", text)
 
 
 def input_ui(src_lang: str, where: DeltaGenerator | None = None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,14 @@ STYLE = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionCont
          "[data-testid='stElementToolbar'] button:focus-visible {outline: 2px solid #1c5fb8 !important; "
          "outline-offset: 1px}"
          "</style>")
+
+
+MARKDOWN = re.compile(r"[\\`*_{}\[\]()#+\-.!|~<>$:]")   # what Streamlit's Markdown reads
+
+
+def plain(text: str) -> str:
+    """A student's text shown as itself where Streamlit reads Markdown (a label, a message)."""
+    return MARKDOWN.sub(r"\\\g<0>", text)
 
 
 def page_style() -> None:

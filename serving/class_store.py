@@ -105,8 +105,14 @@ def answers_csv(polls: list[tuple[Poll, list[Answer]]]) -> str:
     for poll, answers in polls:
         question = json.dumps(poll.question, ensure_ascii=False, sort_keys=True)
         for a in answers:
-            w.writerow([poll.id, poll.kind, question, a.student, a.choice, f"{a.seconds:.1f}"])
+            w.writerow([poll.id, poll.kind, question, a.student, _cell(a.choice), f"{a.seconds:.1f}"])
     return out.getvalue()
+
+
+def _cell(text: str) -> str:
+    """A student's free text as a spreadsheet cell that stays text: one starting with = + - @ (or a tab or
+    carriage return) would be read as a formula when the teacher opens the CSV, so it gets a leading '."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 class ClassStore(Protocol):

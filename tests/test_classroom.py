@@ -300,3 +300,16 @@ def test_projector_mode_and_the_presentation_view_are_followed(app_checkpoints, 
     student.run()
     assert not student.session_state["present"] and student.session_state["projector"]
     assert not student.exception and not teacher.exception
+
+
+def test_a_students_free_text_stays_text_in_the_teachers_csv_and_on_the_page():
+    """A word that a spreadsheet would read as a formula gets a leading ' in the CSV; Markdown in an
+    answer shown back to its student is shown as typed."""
+    from app.ui import plain
+    from serving.class_store import Answer, Poll
+    poll = Poll("p1", "next-token", {"options": ["Hund"]})
+    answers = [Answer(s, text, 1.0) for s, text in (("a", "=HYPERLINK(\"http://x\")"), ("b", "+1"), ("c", "-x"),
+                                                    ("d", "@SUM(A1)"), ("e", "Hund"), ("f", "x=y"))]
+    cells = [r[4] for r in list(csv.reader(io.StringIO(class_store.answers_csv([(poll, answers)]))))[1:]]
+    assert cells == ["'=HYPERLINK(\"http://x\")", "'+1", "'-x", "'@SUM(A1)", "Hund", "x=y"]
+    assert plain("**bold** [a](http://x) <b>") == r"\*\*bold\*\* \[a\]\(http\:\/\/x\) \<b\>".replace(r"\/", "/")
