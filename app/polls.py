@@ -126,6 +126,10 @@ def _answer(m: Membership, poll: Poll) -> None:
     if given:
         st.success(_("Your answer is in: **{answer}**. The teacher will show the class's answers.").format(
             answer=plain(given)))
+        if st.button(_("Change my answer"), key=f"poll-change-{poll.id}", icon=":material/edit:",
+                     help=_("until the teacher shows the answers; your new answer replaces this one")):
+            m.answered[poll.id] = ""           # the choices again; the class keeps this one until a new one
+            st.rerun()
         return
     options = poll.question["options"]
     pick = st.pills(_(PICK_LABEL.get(poll.kind, YOUR_ANSWER)), options, key=f"poll-pick-{poll.id}")

@@ -240,8 +240,8 @@ class MemoryStore(_Shared):
         with self._lock:
             c = self._get(code)
             poll = c.polls.get(poll_id)
-            if poll is None or not poll.open or poll.revealed or student in c.answers[poll_id]:
-                return False
+            if poll is None or not poll.open or poll.revealed:
+                return False                    # one answer per student, which they may change until the reveal
             c.answers[poll_id][student] = Answer(student, choice.strip()[:MAX_ANSWER],
                                                  self._clock() - c.opened[poll_id])
             return True
@@ -265,7 +265,7 @@ class RedisStore(_Shared):
         tx:class:CODE            hash: secret (its hash), view (JSON), version
         tx:class:CODE:seen       sorted set: student -> last check-in time
         tx:class:CODE:polls      hash: poll id -> poll (JSON)
-        tx:class:CODE:answers:ID hash: student -> answer (JSON); HSETNX: one answer each
+        tx:class:CODE:answers:ID hash: student -> answer (JSON): one each, replaced until the reveal
     """
 
     PREFIX = "tx:class:"
@@ -401,9 +401,9 @@ class RedisStore(_Shared):
             return False
         value = json.dumps({"choice": choice.strip()[:MAX_ANSWER], "seconds": self._clock() - record["opened"]})
         key = self.key(code, "answers", poll_id)
-        done = bool(self._call(self._redis.hsetnx, key, student, value))
+        self._call(self._redis.hset, key, student, value)     # one per student: a new one replaces it
         self._call(self._redis.expire, key, IDLE_SECONDS, nx=True)
-        return done
+        return True
 
     def answers(self, code: str, poll_id: str) -> list[Answer]:
         raw = self._call(self._redis.hgetall, self.key(code, "answers", poll_id))

@@ -97,14 +97,15 @@ def test_followers_are_counted_while_they_check_in(store_and_clock):
         store.check_in("ABCDEFGH", "s1")
 
 
-def test_a_poll_takes_one_anonymous_answer_per_student_until_revealed(store):
+def test_a_poll_takes_one_anonymous_answer_per_student_changeable_until_revealed(store):
     c = store.start("step", {"step": "2"})
     poll = store.open_poll(c.code, c.secret, "next-token", {"options": ["Hund", "Mann", "Frau"]})
     assert store.view(c.code).poll == poll and not poll.revealed
     assert store.answer(c.code, poll.id, "s1", "Mann") and store.answer(c.code, poll.id, "s2", "  Hund ")
-    assert not store.answer(c.code, poll.id, "s1", "Frau")                 # once
+    assert store.answer(c.code, poll.id, "s1", "Frau")                     # changed: still one answer
     assert not store.answer(c.code, "nopoll", "s3", "Frau")
-    assert sorted(a.choice for a in store.answers(c.code, poll.id)) == ["Hund", "Mann"]
+    assert sorted(a.choice for a in store.answers(c.code, poll.id)) == ["Frau", "Hund"]
+    assert store.answer(c.code, poll.id, "s1", "Mann")                     # and back
     with pytest.raises(NotTeacher):
         store.reveal(c.code, "guess")
     version = store.view(c.code).version
@@ -313,3 +314,24 @@ def test_a_students_free_text_stays_text_in_the_teachers_csv_and_on_the_page():
     cells = [r[4] for r in list(csv.reader(io.StringIO(class_store.answers_csv([(poll, answers)]))))[1:]]
     assert cells == ["'=HYPERLINK(\"http://x\")", "'+1", "'-x", "'@SUM(A1)", "Hund", "x=y"]
     assert plain("**bold** [a](http://x) <b>") == r"\*\*bold\*\* \[a\]\(http\:\/\/x\) \<b\>".replace(r"\/", "/")
+
+
+def test_a_student_changes_their_answer_until_the_reveal_and_not_after(app_checkpoints, monkeypatch):
+    """Change my answer: the choices again, the new answer replaces the old (still one per student); once
+    the teacher reveals, the poll takes no answer and shows the results instead."""
+    from app import resources
+    m, student = _a_class_and_a_student(app_checkpoints, monkeypatch)
+    store = resources.class_store()
+    poll = store.open_poll(m.code, m.secret, "next-token", {"prompt": "?", "options": ["Hund", "Mann"]})
+    assert store.answer(m.code, poll.id, student.session_state["class"].student, "Hund")
+    student.session_state["class"].answered.pop(poll.id, None)
+    student.run()
+    assert "**Hund**" in " ".join(s.value for s in student.success)
+    student.button(key=f"poll-change-{poll.id}").click().run()
+    assert any(b.key == f"poll-send-{poll.id}" for b in student.button)
+    assert store.answer(m.code, poll.id, student.session_state["class"].student, "Mann")
+    assert [a.choice for a in store.answers(m.code, poll.id)] == ["Mann"]
+    store.reveal(m.code, m.secret)
+    assert not store.answer(m.code, poll.id, student.session_state["class"].student, "Hund")
+    student.run()
+    assert not any(b.key == f"poll-change-{poll.id}" for b in student.button) and not student.exception
