@@ -90,3 +90,20 @@ def test_the_card_gives_bleu_by_sentence_length_and_the_page_charts_it(tokenizer
     assert [t.name for t in fig.data] == ["tatoeba test-long", "multi30k test"]
     assert list(fig.data[0].x) == ["1-5", "6-10", "11-15", "16+"] and fig.data[0].y[0] is None
     assert list(fig.data[0].customdata) == [0, 700, 280, 20] and fig.layout.barmode == "group"
+
+
+def test_the_card_says_how_many_hand_written_sentences_came_back_right(tokenizer, tmp_path, monkeypatch):
+    """Issue 40: the card file and the card page give the hand check's count and where its table is."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP, goto
+    make_checkpoint(tokenizer, tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    hand = {"right": 9, "of": 40, "words": "8-15", "table": "benchmarks/judged/x.tsv", "before": 0}
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "hand_check": hand}))
+    card = render_card(tmp_path / "m")
+    assert "## Judged by hand" in card and "9 of 40 everyday sentences of 8-15 words" in card and "before: 0" in card
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    goto(at, "card")
+    assert any("9 of 40 everyday sentences" in m.value for m in at.markdown), [m.value for m in at.markdown]

@@ -27,7 +27,7 @@ PRESET_OUTPUTS = {
         "A man in an orange hat starring at something.": "Ein Mann mit einem orangefarbenen Hut starrt auf etwas.",
         "The man has eaten the red apple.": "Der Mann hat den roten Apfel gegessen.",
         "A firefighter climbs up the ladder.": "Ein Feuerwehrmann klettert die Leiter hinauf.",
-        "The woman is holding her baby, and she is smiling.": "Die Frau hält ihr Baby und lächelt.",
+        "The woman is holding her baby, and she is smiling.": "Die Frau hält ihr Baby, und sie lächelt.",
         "Two young children in colorful shirts are playing with a big ball on the green grass next to a small "
         "lake while their parents watch.": "Zwei kleine Kinder in bunten Hemden spielen mit einem großen Ball auf "
         "dem grünen Rasen neben einem kleinen See, während ihre Eltern zuschauen.",

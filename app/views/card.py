@@ -68,6 +68,9 @@ def render(ctx: Context) -> None:
                                _("parameters"): [num(n, ",") for _c, n in counts] + [num(total, ",")]}),
                  hide_index=True, width="stretch")
     st.markdown(provenance(meta))
+    if hand := meta.get("hand_check"):         # issue 40: what a teacher would see on sentences of normal length
+        st.markdown(_("**Judged by hand:** {right} of {of} everyday sentences of {words} words, written by hand and "
+                      "in no data set, came back right (`{table}`).").format(**hand))
     if not ctx.settings.projector:
         _training(ctx)
     snapshots_ui(ctx)

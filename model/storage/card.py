@@ -148,7 +148,7 @@ def render_card(directory: str | Path) -> str:
                   f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
         lines.append("")
     lines += [*_decoding(config.get("decoding")), *_confidence(config.get("confidence")),
-              *_faithfulness(config.get("faithfulness")), "## Quality", ""]
+              *_faithfulness(config.get("faithfulness")), *_hand_check(config.get("hand_check")), "## Quality", ""]
     for report in evals:
         lines += _quality(report)
     if not evals:
@@ -270,6 +270,17 @@ def _faithfulness(entry: dict[str, Any] | None) -> list[str]:
                     ("method", "top-1 hidden", "top-3 hidden"),
                     [(m, f"{drop[m]['1']:.2f} ± {err[m]['1']:.2f}", f"{drop[m]['3']:.2f} ± {err[m]['3']:.2f}")
                      for m in sorted(drop, key=lambda m: -drop[m]["1"])])
+
+
+def hand_check_sentence(entry: dict[str, Any]) -> str:
+    """How many everyday sentences, written by hand and in no data set, a person judged right."""
+    return (f"{entry['right']} of {entry['of']} everyday sentences of {entry['words']} words, written by hand and in "
+            f"no data set, judged right by a person (every content word kept, no grammar error; "
+            f"`{entry['table']}`){'; before: ' + str(entry['before']) if 'before' in entry else ''}.")
+
+
+def _hand_check(entry: dict[str, Any] | None) -> list[str]:
+    return ["## Judged by hand", "", hand_check_sentence(entry), ""] if entry else []
 
 
 def _section(title: str, text: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
