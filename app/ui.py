@@ -58,12 +58,17 @@ def compact_style() -> None:
     st.html(COMPACT_STYLE)
 
 
+def why_box(where: DeltaGenerator, key: str) -> DeltaGenerator:
+    """The "Why?" button of compact mode; what is written into it shows when it is pressed."""
+    return where.popover(_("Why?"), icon=":material/help:", type="tertiary", key=f"why_{key}")
+
+
 def why(where: DeltaGenerator, text: str, compact: bool, key: str, formula: str | None = None,
         more: str | None = None) -> None:
     """A page's explanatory paragraph (with its formula and a further note): captions, or in compact mode
     folded behind a "Why?" button whose popover holds the same, so that the picture comes first."""
     if compact:
-        where = where.popover(_("Why?"), icon=":material/help:", type="tertiary", key=f"why_{key}")
+        where = why_box(where, key)
     (where.markdown if compact else where.caption)(text)
     if formula:
         where.latex(formula)

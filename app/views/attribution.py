@@ -13,7 +13,7 @@ import figures
 from app import sentence
 from app.context import Context
 from app.settings import declare, flag, layer_head, multiselect, selectbox, toggle
-from app.ui import chart, csv_button
+from app.ui import chart, csv_button, why_box
 from figures.attribution import PREFIX_MARK
 from i18n import N_, _, num
 from model.analysis.attribution import NOT_ASKED, REGISTRY, Attribution, Cost, Method, methods
@@ -42,7 +42,7 @@ def render(ctx: Context) -> None:
     n_layers = ctx.checkpoint.config.n_decoder_layers
     if ctx.settings.projector:          # the front of a room: one row of choices, the words behind "Why?"
         toggles, chooser, words = st.columns([3, 6, 1], vertical_alignment="bottom")
-        with words.popover(_("Why?"), icon=":material/help:", type="tertiary", key="why_attribution"):
+        with why_box(words, "attribution"):
             st.markdown(_(INTRO))
             _faithfulness(ctx)
     else:

@@ -10,14 +10,14 @@ import streamlit as st
 
 from app import resources, state
 from app.context import Context
-from app.settings import HEAD, LAYER, TEXT, declare, layer_head, radio, selectbox
-from app.ui import chart, described
-from app.views.explore import KIND
+from app.settings import HEAD, LAYER, TEXT, declare, layer_head, selectbox
+from app.ui import chart, described, why_box
+from app.views.explore import KIND, kind_picker
 from figures.heads import head_grid, offset_profile, qk_map
 from i18n import N_, _, language, num
 from model.analysis.heads import HeadStatistics, KindStatistics, StatisticsError, sentence_set, skipped_summary
 from model.analysis.heads.roles import RULES
-from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
+from model.network.kinds import ATTENTION_KINDS
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,12 @@ def render(ctx: Context) -> None:
         return
     row = st.columns([4, 3, 2, 2, 2], vertical_alignment="bottom") if compact else None
     if compact:
-        with row[4].popover(_("Why?"), icon=":material/help:", type="tertiary", key="why_heads"):
+        with why_box(row[4], "heads"):
             st.markdown(_(INTRO))
             _about(stats)
     else:
         _about(stats)
-    label = _("Attention kind")
-    name = (selectbox(row[0], KIND, label, KIND_NAMES, format_func=lambda k: _(ATTENTION_KINDS[k].label))
-            if compact else radio(st, KIND, label, format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True))
+    name = kind_picker(row[0] if compact else st, compact)
     k = stats.kinds[name]
     c1, c2, c3 = row[1:4] if compact else st.columns(3)
     options = [s for s in STATISTICS if s != "agreement" or k.agreement is not None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 import figures
 from app import polls
@@ -27,9 +28,7 @@ def render(ctx: Context) -> None:
     ex, settings = ctx.explanation, ctx.settings
     compact = settings.projector           # the front of a room: every picker in one row, the picture first
     row = st.columns([5, 2, 2, 4, 2], vertical_alignment="bottom") if compact else None
-    label = _("Attention kind")
-    name = (selectbox(row[0], KIND, label, KIND_NAMES, format_func=lambda k: _(ATTENTION_KINDS[k].label)) if compact
-            else radio(st, KIND, label, format_func=lambda k: _(ATTENTION_KINDS[k].label), horizontal=True))
+    name = kind_picker(row[0] if compact else st, compact)
     kind = ATTENTION_KINDS[name]
     rows, cols = tokens_for(ex.trace, kind.query_side), tokens_for(ex.trace, kind.key_side)
     attn = ex.trace.attention(name)[:, 0].numpy()  # (L, H, Tq, Tk)
@@ -54,6 +53,14 @@ def render(ctx: Context) -> None:
         chart(st, ctx.figure("row", (name, picked), lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
               key="row", settings=settings)
     _averages(ctx, attn, rows, cols, kind)
+
+
+def kind_picker(where: DeltaGenerator, compact: bool) -> str:
+    """The attention kind: a row of radio buttons, or in compact mode a list that fits one column."""
+    label, shown = _("Attention kind"), lambda k: _(ATTENTION_KINDS[k].label)
+    if compact:
+        return selectbox(where, KIND, label, KIND_NAMES, format_func=shown)
+    return radio(where, KIND, label, format_func=shown, horizontal=True)
 
 
 def _one_head(ctx: Context, where, matrix: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind,
