@@ -33,6 +33,7 @@ COMMANDS: dict[str, Command] = {
     "heads": _command("heads", "every head's statistics over a set of sentences"),
     "attribution": _command("attribution", "what each generated token used, by every method"),
     "train": _command("train", "train a Transformer (CPU, CUDA, torchrun)", shortcut="model.train"),
+    "grow": _command("grow", "a deeper model from a trained one, to train on (new layers start near identity)"),
     "faithfulness": _command("faithfulness", "how faithful each attribution method is (deletion curves)",
                              shortcut="model.attribution.faithfulness"),
 }
