@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from app import links, resources, state
+from app import lab_models, links, resources, state
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
@@ -122,7 +122,7 @@ def apply_pending(site: Site) -> str | None:
     view, m.pending = m.pending, None
     if not m.following:                      # queued by a check just before the student left
         return None
-    values = links.parse(view.params, [c.name for c in resources.available_checkpoints()], site.linked)
+    values = links.parse(view.params, [c.name for c in lab_models.checkpoints()], site.linked)
     for spec in site.linked.values():                      # as a fresh session reading the link: the
         if spec.name in values:                         # teacher's values, every other setting its
             state.set_widget(spec.name, values[spec.name])   # default (the model's own alpha, ...)
@@ -267,6 +267,7 @@ def _teacher_panel(m: Membership) -> None:
         st.code(join_url(m.code, m.secret), language=None)
     with st.sidebar:
         _teacher_count(m)
+        lab_models.class_models()
     if m.trouble:
         st.sidebar.warning(_(m.trouble), icon=":material/cloud_off:")
     if st.sidebar.button(_("End the class"), icon=":material/stop_circle:", key="class-end"):

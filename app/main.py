@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 
 import streamlit as st  # noqa: E402
 
-from app import classroom, links, pages, polls, resources, state  # noqa: E402
+from app import classroom, lab_models, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
 from app.settings import PROJECTOR, chosen_language, sidebar  # noqa: E402
 from app.ui import page_style  # noqa: E402
@@ -38,7 +38,7 @@ def no_checkpoint_page() -> None:
 
 
 def run() -> None:
-    checkpoints = resources.available_checkpoints()
+    checkpoints = lab_models.checkpoints()
     use(chosen_language())
     page_style()
     if not checkpoints:

@@ -43,6 +43,7 @@ from serving.admission import Gate
 from serving.batching import Batcher
 from serving.config import ServingConfig
 from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
+from serving.lab_shelf import LabShelf
 from serving.once import Once
 
 DEFAULT_CHECKPOINT = places.DEFAULT_CHECKPOINT
@@ -87,7 +88,7 @@ def _configure_threads() -> bool:
     return True
 
 
-@st.cache_resource(show_spinner="Loading the model…")
+@st.cache_resource(show_spinner="Loading the model…", max_entries=24)   # bounded: students' lab models come and go
 def get_checkpoint(path: str) -> Checkpoint:
     _configure_threads()
     ckpt = load_checkpoint(path)
@@ -285,3 +286,15 @@ def lab_scheduler() -> Scheduler:
     machine = MachineSlots(cfg.lab_locks, cfg.lab_slots) if cfg.lab_locks else None
     return Scheduler(cfg.lab_slots, alive=session_alive, machine=machine,
                      runner=functools.partial(train_in_process, threads=cfg.lab_threads))
+
+
+def lab_shelf() -> LabShelf | None:
+    """Where a class server keeps its students' lab models (serving/lab_shelf.py); None on one's own
+    machine (`make app`), where a saved lab model goes into the checkpoints folder for everybody."""
+    cfg = config()
+    return _lab_shelf(cfg) if cfg.lab_owned else None
+
+
+@functools.cache          # one per configuration, as config()
+def _lab_shelf(cfg: ServingConfig) -> LabShelf:
+    return LabShelf.from_config(cfg)

@@ -39,10 +39,10 @@ import streamlit as st
 VALUES, CURSOR, LINK_READ, PAGE, ADMITTED = "values", "cursor", "link_read", "page", "admitted"
 LINK_PROBLEMS = "link_problems"
 MODEL_ALPHA, OV_CLICKED = "model_alpha", "ov_clicked"
-LAB_JOB, LAB_PHASE, LAB_MODEL = "lab_job", "lab_phase", "lab_model"
+LAB_JOB, LAB_PHASE, LAB_MODEL, LAB_OWNER = "lab_job", "lab_phase", "lab_model", "lab_owner"
 CLASS, CLASS_LINK_READ = "class", "class_link_read"
 OWNED = frozenset({VALUES, CURSOR, LINK_READ, LINK_PROBLEMS, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB,
-                   LAB_PHASE, LAB_MODEL, CLASS, CLASS_LINK_READ})
+                   LAB_PHASE, LAB_MODEL, LAB_OWNER, CLASS, CLASS_LINK_READ})
 
 
 # ---- settings: one owner, widgets mirror it ---------------------------------------------------------

@@ -11,6 +11,10 @@
 | TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
 | TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
 | TRANSFORMER_LAB_LOCKS | unset | lock-file directory: lab slots per machine (set by `make serve`) |
+| TRANSFORMER_LAB_OWNED | 0 (`make serve`: 1) | a saved lab model is its student's own (serving/lab_shelf.py) |
+| TRANSFORMER_LAB_PER_STUDENT | 3 | lab models one student keeps (owned mode) |
+| TRANSFORMER_LAB_DISK_MB | 500 | all students' lab models together, in MB (owned mode) |
+| TRANSFORMER_LAB_KEEP_HOURS | 24 | an unpublished lab model is removed after this time (owned mode) |
 | TRANSFORMER_ADD_MODELS | 1 (`make serve`: 0) | the sidebar's "Add a model by name" (0: hidden) |
 | TRANSFORMER_DATA | ../shared/data/multi30k | the default sentences of "Heads across the corpus" |
 | TRANSFORMER_REDIS | unset (`make serve`: its own) | where classes live (redis://HOST:PORT/DB); unset: in memory |
@@ -65,6 +69,10 @@ class ServingConfig:
     lab_max_seconds: float = 180.0    # a lab run's time cap
     lab_threads: int = 1              # torch threads of a lab run's process
     lab_locks: Path | None = None
+    lab_owned: bool = False           # lab models on the shelf, each student's own
+    lab_per_student: int = 3
+    lab_disk_mb: int = 500
+    lab_keep_hours: float = 24.0
     data: Path = ROOT.parent / "shared" / "data" / "multi30k"
     add_models: bool = True             # the sidebar's "Add a model by name"
     redis: str | None = None            # where classes live (serving/class_store.py); None: in memory
@@ -86,6 +94,10 @@ class ServingConfig:
             lab_max_seconds=float(env.get("TRANSFORMER_LAB_MAX_SECONDS") or 180),
             lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),
             lab_locks=Path(env["TRANSFORMER_LAB_LOCKS"]) if env.get("TRANSFORMER_LAB_LOCKS") else None,
+            lab_owned=env.get("TRANSFORMER_LAB_OWNED", "0") not in ("0", "false", "no", ""),
+            lab_per_student=_int(env, "TRANSFORMER_LAB_PER_STUDENT", 3),
+            lab_disk_mb=_int(env, "TRANSFORMER_LAB_DISK_MB", 500),
+            lab_keep_hours=float(env.get("TRANSFORMER_LAB_KEEP_HOURS") or 24),
             data=Path(env.get("TRANSFORMER_DATA") or cls.data),
             add_models=env.get("TRANSFORMER_ADD_MODELS", "1") not in ("0", "false", "no"),
             redis=env.get("TRANSFORMER_REDIS") or None,

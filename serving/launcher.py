@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.commands import registry as command
-from serving.config import streamlit_flags
+from serving.config import ServingConfig, streamlit_flags
+from serving.lab_shelf import LabShelf
 from serving.warmup import warm_blocking
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,7 +136,8 @@ class Launcher:
         # the training lab: one run per two cores on this machine, whichever process it is in
         self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // args.processes)),
                     "TRANSFORMER_ADD_MODELS": "1" if getattr(args, "allow_adding_models", False) else "0",
-                    "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-")}
+                    "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-"),
+                    "TRANSFORMER_LAB_OWNED": os.environ.get("TRANSFORMER_LAB_OWNED", "1")}    # a class's server
         self.stopping = False
         self.address = "127.0.0.1"          # the app processes' own address (behind HAProxy: loopback)
         self.redis: subprocess.Popen | None = None
@@ -179,6 +181,7 @@ class Launcher:
                   "give --redis URL of a Redis they all reach for classes across machines", file=sys.stderr)
 
     def start(self) -> None:
+        self.sweep_lab_shelf()
         self.start_redis()
         haproxy = None if self.args.no_proxy else shutil.which("haproxy")
         if haproxy is None:
@@ -195,6 +198,15 @@ class Launcher:
         if self.args.warmup:
             for port in self.ports:
                 self.warm_in_background(port)
+
+    def sweep_lab_shelf(self) -> None:
+        """Unpublished lab models older than the keeping time go before the class comes (serving/lab_shelf.py)."""
+        cfg = ServingConfig.from_env(self.env)
+        if cfg.lab_owned:
+            gone = LabShelf.from_config(cfg).sweep()
+            if gone:
+                print(f"removed {len(gone)} unpublished lab model(s) older than {cfg.lab_keep_hours:g} h",
+                      file=sys.stderr, flush=True)
 
     def start_direct(self) -> None:
         """No HAProxy (not installed, e.g. an offline school machine, or --no-proxy): one app process

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import multiprocessing
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -348,7 +349,6 @@ def test_processes_sharing_the_machine_slots_train_one_at_a_time(tmp_path):
 
 # ---- the page -----------------------------------------------------------------------------------
 def test_the_lab_page_trains_replays_decodes_and_saves(app_checkpoints, tmp_path, monkeypatch):
-    import shutil
 
     from streamlit.testing.v1 import AppTest
 
@@ -394,7 +394,7 @@ def test_the_download_is_a_loadable_checkpoint(tmp_path):
     import io
     import zipfile
 
-    from app.views.lab import _zipped
+    from app.lab_models import zipped as _zipped
     run = LabRun(SMALL.changed(max_steps=3))
     run.train()
     with zipfile.ZipFile(io.BytesIO(_zipped(run, "my-lab"))) as zf:
@@ -452,3 +452,63 @@ def test_a_spawned_training_process_does_not_run_the_app_again():
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "ScriptRunContext" not in done.stderr and "ScriptRunContext" not in done.stdout
+
+
+def _trained_lab(at) -> None:
+    """A tiny lab run, trained to its end, in the session `at` (on the lab page)."""
+    from tests.support import goto
+    goto(at, "lab")
+    at.selectbox(key="lab_d_model").set_value(16).run()
+    at.slider(key="lab_layers").set_value(1).run()
+    at.slider(key="lab_steps").set_value(50).run()
+    at.button(key="lab_train").click().run()
+    _wait(lambda: not at.session_state["lab_job"].active, timeout=120)
+    at.run()
+
+
+def test_on_a_class_server_a_lab_model_is_its_students_until_the_teacher_shows_it(app_checkpoints, tmp_path,
+                                                                                    monkeypatch):
+    """Issue 42, item 1: under `make serve` a saved lab model is the student's own (not in the checkpoints
+    folder, not in another student's list, not opened by another's link), bounded per student, and the
+    teacher of the class sees it and shows it to the class."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP
+    root = tmp_path / "checkpoints"
+    shutil.copytree(app_checkpoints, root)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(root))
+    monkeypatch.setenv("TRANSFORMER_LAB_OWNED", "1")
+    monkeypatch.setenv("TRANSFORMER_LAB_PER_STUDENT", "1")
+
+    def session(**link):
+        at = AppTest.from_file(APP, default_timeout=120)
+        for k, v in link.items():
+            at.query_params[k] = v
+        return at.run()
+
+    teacher = session()
+    teacher.button(key="class-start").click().run()
+    code = teacher.session_state["class"].code
+    ana, ben = session(**{"class": code}), session(**{"class": code})
+    _trained_lab(ana)
+    ana.text_input(key="lab_save_name").set_value("ana-model").run()
+    ana.button(key="lab_save").click().run()
+    assert not ana.exception and any("yours" in s.value for s in ana.success)
+    assert not (root / "ana-model").exists()                              # not in everybody's folder
+    ana.run()
+    assert "ana-model" in ana.sidebar.selectbox(key="checkpoint").options
+    ana.text_input(key="lab_save_name").set_value("ana-two").run()
+    ana.button(key="lab_save").click().run()
+    assert any("You have 1 saved lab models" in e.value for e in ana.error)  # the bound, said
+    ben.run()
+    assert "ana-model" not in ben.sidebar.selectbox(key="checkpoint").options
+    eve = session(checkpoint="ana-model")                                  # a link naming it: not hers
+    assert eve.session_state["checkpoint"] != "ana-model" and any("names a model" in w.value for w in eve.warning)
+    teacher.run()
+    seat = ana.session_state["class"].student
+    publish = teacher.sidebar.toggle(key=f"lab_publish_{seat}_ana-model")
+    assert publish.value is False
+    publish.set_value(True).run()
+    ben.run()
+    assert "ana-model" in ben.sidebar.selectbox(key="checkpoint").options  # shown to the class
+    assert "ana-model" not in session().sidebar.selectbox(key="checkpoint").options   # not outside it

@@ -7,21 +7,16 @@ kept in session state (app/state.py, LAB_JOB): a rerun finds it again instead of
 """
 from __future__ import annotations
 
-import io
-import re
-import tempfile
-import zipfile
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import figures
-from app import resources, state
+from app import lab_models, resources, state
 from app.context import Context, greedy_options
 from app.links import Site
 from app.settings import SidebarChoices, declare, radio, range_slider, selectbox, slider, text_input, toggle
@@ -348,41 +343,15 @@ def _explained(text: str, opts: DecodeOptions) -> Explanation:
     return memo[(text, opts)]
 
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
 def _save(job: Job) -> None:
     st.subheader(_("Keep it"))
     run = job.run
     c = st.columns([2, 1, 1])
     name = text_input(c[0], LAB_SAVE_NAME, _("Checkpoint name"), default=f"lab-{run.settings.task.name}-{job.id[:6]}")
-    if c[1].button(_("Save to checkpoints/"), key="lab_save", icon=":material/save:"):
-        _save_as(run, name)
+    owned = resources.lab_shelf() is not None
+    if c[1].button(_("Save, for me") if owned else _("Save to checkpoints/"), key="lab_save", icon=":material/save:"):
+        lab_models.save(run, name)
     file = name or "lab-model"
-    c[2].download_button(_("Download (.zip)"), data=lambda: _zipped(run, file), file_name=f"{file}.zip",
+    c[2].download_button(_("Download (.zip)"), data=lambda: lab_models.zipped(run, file), file_name=f"{file}.zip",
                          mime="application/zip", key="lab_download", icon=":material/download:", on_click="ignore")
-
-
-def _save_as(run: LabRun, name: str) -> None:
-    if not NAME.match(name or ""):
-        st.error(_("A checkpoint name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."))
-        return
-    target = resources.checkpoints_dir() / name
-    if target.exists():
-        st.error(_("`{name}` exists already: choose another name.").format(name=name))
-        return
-    run.save(target)
-    st.success(_("Saved as `{name}`: choose it in the sidebar's checkpoint list and every page opens it.").format(
-        name=name))
-
-
-def _zipped(run: LabRun, name: str) -> bytes:
-    """The checkpoint directory `name`, zipped (built when the button is clicked)."""
-    buffer = io.BytesIO()
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = run.save(Path(tmp) / (name if NAME.match(name) else "lab-model"))
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-            for f in sorted(directory.iterdir()):
-                zf.write(f, f"{directory.name}/{f.name}")
-    return buffer.getvalue()
-
+    lab_models.yours()
