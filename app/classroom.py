@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from app import lab_models, links, resources, state
+from app import lab_models, limits, links, resources, state
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
@@ -80,6 +80,9 @@ def join(code_text: str, secret: str | None = None, seat: str | None = None) -> 
     code = class_store.normalize_code(code_text)
     if s is None:
         return _("Classes are switched off on this server.")
+    if limits.over("join", resources.config().joins_per_minute, limits.MINUTE):
+        return _("Too many attempts to join a class from your address in the last minute: wait a minute, "
+                 "then try again.")
     if code is None:
         return _("“{code}” is not a class code (8 letters and digits, like ABCD-EFGH).").format(code=code_text)
     try:
@@ -238,6 +241,11 @@ def sidebar(site: Site) -> None:
 def _start_or_join(site: Site) -> None:
     if st.sidebar.button(_("Start a class"), icon=":material/co_present:", key="class-start",
                          help=_("your students' screens follow yours: page, sentence, settings, step")):
+        most = resources.config().classes_per_hour
+        if limits.over("start", most, limits.HOUR):
+            st.sidebar.error(_("{n} classes were started from your address in the last hour, the most this "
+                               "server allows: end one and wait, or ask whoever runs the server.").format(n=most))
+            return
         try:
             started = store().start(state.held(state.PAGE) or site.landing, {})
         except StoreDown:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from app import resources, sentence, state
+from app import limits, resources, sentence, state
 from app import settings as settings_module
 from app.context import Context
 from app.links import Site
@@ -39,7 +40,7 @@ from app.views import (
 )
 from i18n import N_, _
 from model.storage.checkpoint import CheckpointError
-from serving.admission import Waiting
+from serving.admission import Gate, Waiting
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ def admitted(work: tuple) -> Iterator[bool]:
                         position=w.position, seconds=max(1, round(w.seconds))),
                   icon=":material/hourglass_top:")
 
+    _wait_for_own_turn(note, gate)
     with gate.admitted(on_wait) as ok:
         note.empty()
         if not ok:
@@ -199,6 +201,17 @@ def admitted(work: tuple) -> Iterator[bool]:
         yield ok
         if ok:
             state.hold(state.ADMITTED, work)
+            limits.count_page()
+
+
+def _wait_for_own_turn(note: DeltaGenerator, gate: Gate) -> None:
+    """While the server is busy, a student who had their new pages of the minute waits (app/limits.py)."""
+    while (wait := limits.page_wait(gate)) > 0:
+        note.info(_("The server is busy and you have asked for {n} new pages in the last minute: yours "
+                    "follows in {seconds} s, by itself.").format(n=resources.config().sentences_per_minute,
+                                                                  seconds=max(1, round(wait))),
+                  icon=":material/timer:")
+        time.sleep(min(1.0, wait))
 
 
 def navigation(settings: SidebarChoices) -> tuple[st.navigation, dict[str, st.Page]]:

@@ -40,9 +40,10 @@ VALUES, CURSOR, LINK_READ, PAGE, ADMITTED = "values", "cursor", "link_read", "pa
 LINK_PROBLEMS = "link_problems"
 MODEL_ALPHA, OV_CLICKED = "model_alpha", "ov_clicked"
 LAB_JOB, LAB_PHASE, LAB_MODEL, LAB_OWNER = "lab_job", "lab_phase", "lab_model", "lab_owner"
-CLASS, CLASS_LINK_READ = "class", "class_link_read"
+CLASS, CLASS_LINK_READ, SENTENCE_TIMES = "class", "class_link_read", "page_rate"
 OWNED = frozenset({VALUES, CURSOR, LINK_READ, LINK_PROBLEMS, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB,
-                   LAB_PHASE, LAB_MODEL, LAB_OWNER, CLASS, CLASS_LINK_READ})
+                   LAB_PHASE, LAB_MODEL, LAB_OWNER, CLASS, CLASS_LINK_READ,
+                   SENTENCE_TIMES})
 
 
 # ---- settings: one owner, widgets mirror it ---------------------------------------------------------

@@ -114,3 +114,29 @@ class Gate:
             self._running -= 1
             self.mean_run = 0.8 * self.mean_run + 0.2 * seconds
             self._cond.notify_all()
+
+
+class PageRate:
+    """One student's new pages (sentences, pages computed afresh) in a sliding window: while the server is
+    busy, a student who had `limit` of them in the last `window` seconds waits until the oldest leaves it."""
+
+    def __init__(self, limit: int, window: float = 60.0) -> None:
+        if limit < 1 or window <= 0:
+            raise ValueError("limit must be >= 1 and window > 0")
+        self.limit, self.window = limit, window
+        self._times: deque[float] = deque()
+
+    def _forget(self, now: float) -> None:
+        while self._times and now - self._times[0] >= self.window:
+            self._times.popleft()
+
+    def wait(self, now: float, busy: bool) -> float:
+        """Seconds until this student's next new page may go (0: at once)."""
+        self._forget(now)
+        if not busy or len(self._times) < self.limit:
+            return 0.0
+        return max(0.0, self.window - (now - self._times[-self.limit]))
+
+    def count(self, now: float) -> None:
+        self._forget(now)
+        self._times.append(now)

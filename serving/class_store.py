@@ -129,6 +129,7 @@ class ClassStore(Protocol):
     def answer(self, code: str, poll_id: str, student: str, choice: str) -> bool: ...
     def answers(self, code: str, poll_id: str) -> list[Answer]: ...
     def polls(self, code: str) -> list[Poll]: ...
+    def hit(self, key: str, window: float) -> int: ...
 
 
 # ---------------------------------------------------------------- one process: memory
@@ -168,6 +169,19 @@ class MemoryStore(_Shared):
         self._classes: dict[str, _Class] = {}
         self._lock = threading.RLock()
         self._clock = clock
+        self._hits: dict[str, tuple[int, int]] = {}      # rate key -> (window number, events in it)
+
+    def hit(self, key: str, window: float) -> int:
+        """Count one event under `key` (e.g. "join:ADDRESS") in the current `window`-second window;
+        returns the count so far in it (a fixed window: at most twice the limit across a boundary)."""
+        n = int(self._clock() // window)
+        with self._lock:
+            if len(self._hits) > 10_000:                  # bounded: old windows go
+                self._hits = {k: v for k, v in self._hits.items() if v[0] >= n}
+            seen, count = self._hits.get(key, (n, 0))
+            count = count + 1 if seen == n else 1
+            self._hits[key] = (n, count)
+            return count
 
     def _get(self, code: str) -> _Class:
         c = self._classes.get(code)
@@ -266,6 +280,7 @@ class RedisStore(_Shared):
         tx:class:CODE:seen       sorted set: student -> last check-in time
         tx:class:CODE:polls      hash: poll id -> poll (JSON)
         tx:class:CODE:answers:ID hash: student -> answer (JSON): one each, replaced until the reveal
+        tx:rate:KEY:WINDOW       a counter of events (joins of an address, classes it started) in one window
     """
 
     PREFIX = "tx:class:"
@@ -280,6 +295,14 @@ class RedisStore(_Shared):
 
     def key(self, code: str, *parts: str) -> str:
         return ":".join([self.PREFIX + code, *parts])
+
+    def hit(self, key: str, window: float) -> int:
+        """As MemoryStore.hit, counted in Redis (every app process shares the count): tx:rate:KEY:WINDOW."""
+        name = f"tx:rate:{key}:{int(self._clock() // window)}"
+        pipe = self._redis.pipeline()
+        pipe.incr(name)
+        pipe.expire(name, int(window) * 2 + 1)
+        return int(self._call(pipe.execute)[0])
 
     def _call(self, fn, *args, **kwargs):
         try:

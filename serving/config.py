@@ -19,6 +19,10 @@
 | TRANSFORMER_DATA | ../shared/data/multi30k | the default sentences of "Heads across the corpus" |
 | TRANSFORMER_REDIS | unset (`make serve`: its own) | where classes live (redis://HOST:PORT/DB); unset: in memory |
 | TRANSFORMER_CLASSES | 1 | the sidebar's "Start a class" and joining one (0: off) |
+| TRANSFORMER_JOINS_PER_MINUTE | 60 | joins of a class per address and minute (app/limits.py) |
+| TRANSFORMER_CLASSES_PER_HOUR | 10 | classes started per address and hour |
+| TRANSFORMER_SENTENCES_PER_MINUTE | 20 | a student's new pages per minute while others wait in line |
+| TRANSFORMER_PROXIED | unset (`make serve`: 1) | behind the launcher's HAProxy: X-Forwarded-For is the address |
 """
 from __future__ import annotations
 
@@ -77,6 +81,10 @@ class ServingConfig:
     add_models: bool = True             # the sidebar's "Add a model by name"
     redis: str | None = None            # where classes live (serving/class_store.py); None: in memory
     classes: bool = True                # class mode on
+    joins_per_minute: int = 60
+    classes_per_hour: int = 10
+    sentences_per_minute: int = 20
+    proxied: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, cores: int | None = None) -> ServingConfig:
@@ -102,4 +110,8 @@ class ServingConfig:
             add_models=env.get("TRANSFORMER_ADD_MODELS", "1") not in ("0", "false", "no"),
             redis=env.get("TRANSFORMER_REDIS") or None,
             classes=env.get("TRANSFORMER_CLASSES", "1") not in ("0", "false", "no"),
+            joins_per_minute=_int(env, "TRANSFORMER_JOINS_PER_MINUTE", 60),
+            classes_per_hour=_int(env, "TRANSFORMER_CLASSES_PER_HOUR", 10),
+            sentences_per_minute=_int(env, "TRANSFORMER_SENTENCES_PER_MINUTE", 20),
+            proxied=env.get("TRANSFORMER_PROXIED", "0") not in ("0", "false", "no", ""),
         )

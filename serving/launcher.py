@@ -86,6 +86,7 @@ defaults
 
 frontend classroom
     bind {bind}
+    http-request set-header X-Forwarded-For %[src]
     default_backend app
 
 backend app
@@ -187,6 +188,7 @@ class Launcher:
         if haproxy is None:
             self.start_direct()
             return
+        self.env["TRANSFORMER_PROXIED"] = "1"      # the address is the one HAProxy writes (app/limits.py)
         for port in self.ports:
             self.start_app(port)
         self.wait_healthy()

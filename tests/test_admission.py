@@ -8,7 +8,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from serving.admission import Gate, Waiting
+from serving.admission import Gate, PageRate, Waiting
 from tests.support import ROOT
 
 APP = str(ROOT / "app" / "main.py")
@@ -178,3 +178,39 @@ def test_a_turn_that_comes_while_the_note_is_drawn_is_not_slept_through():
     t.join(10)
     holder.join(5)
     assert admitted_at and admitted_at[0] - start < 10, admitted_at[0] - start
+
+
+def test_a_students_new_pages_are_bounded_only_while_the_server_is_busy():
+    rate = PageRate(limit=3, window=60.0)
+    for t in (0.0, 1.0, 2.0):
+        assert rate.wait(t, busy=True) == 0.0
+        rate.count(t)
+    assert rate.wait(10.0, busy=False) == 0.0               # an idle server: no bound
+    assert rate.wait(10.0, busy=True) == pytest.approx(50.0)     # the oldest leaves the window at 60 s
+    assert rate.wait(60.0, busy=True) == 0.0
+    with pytest.raises(ValueError):
+        PageRate(0)
+
+
+def test_in_the_app_a_student_past_the_bound_waits_with_a_countdown_while_others_wait(app_checkpoints,
+                                                                                    monkeypatch):
+    from app import limits, pages
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    monkeypatch.setenv("TRANSFORMER_SENTENCES_PER_MINUTE", "1")
+    monkeypatch.setattr(limits, "MINUTE", 2.0)
+    monkeypatch.setattr(limits, "busy", lambda gate: True)     # as if other students were in line
+    said, real_sleep = [], time.sleep
+
+    def sleep(seconds: float) -> None:                         # the waits of the countdown (time.sleep is
+        if seconds >= 0.1:                                     # everybody's: the others' short ones aside)
+            said.append(seconds)
+        real_sleep(seconds)
+    monkeypatch.setattr(pages.time, "sleep", sleep)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["text"] = "A dog runs."
+    at.run()
+    assert not at.exception and not said
+    start = time.monotonic()
+    at.text_input(key="text").set_value("A cat sleeps.").run()   # the second new page within the window
+    assert not at.exception and said and time.monotonic() - start >= 1.0
+    assert at.session_state["text"] == "A cat sleeps."

@@ -335,3 +335,45 @@ def test_a_student_changes_their_answer_until_the_reveal_and_not_after(app_check
     assert not store.answer(m.code, poll.id, student.session_state["class"].student, "Hund")
     student.run()
     assert not any(b.key == f"poll-change-{poll.id}" for b in student.button) and not student.exception
+
+
+def test_events_are_counted_per_key_and_window(store_and_clock):
+    store, clock = store_and_clock
+    assert [store.hit("join:10.0.0.7", 60) for _ in range(3)] == [1, 2, 3]
+    assert store.hit("join:10.0.0.8", 60) == 1                       # another address: its own count
+    clock.now += 60
+    assert store.hit("join:10.0.0.7", 60) == 1                       # a new window
+
+
+def test_joins_per_address_and_classes_started_per_address_are_bounded_and_said(app_checkpoints, monkeypatch):
+    from app import limits
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    monkeypatch.setenv("TRANSFORMER_JOINS_PER_MINUTE", "2")
+    monkeypatch.setenv("TRANSFORMER_CLASSES_PER_HOUR", "1")
+    where = {"address": "10.0.0.7"}
+    monkeypatch.setattr(limits, "address", lambda: where["address"])
+    teacher = _session()
+    teacher.button(key="class-start").click().run()
+    code = teacher.session_state["class"].code
+    again = _session()
+    again.button(key="class-start").click().run()                    # a second class, same address, same hour
+    assert "class" not in again.session_state and any("the most this server allows" in e.value
+                                                      for e in again.sidebar.error)
+    joined = [_session(class_=code) for _ in range(3)]                # three joins from one address
+    assert [("class" in s.session_state) for s in joined] == [True, True, False]
+    assert any("Too many attempts to join" in w.value for w in joined[2].warning)
+    where["address"] = "10.0.0.8"
+    assert "class" in _session(class_=code).session_state             # another address joins
+
+
+def test_the_address_is_haproxys_word_behind_the_launcher_and_the_connections_without_it(monkeypatch):
+    import types
+
+    from app import limits
+    from serving.config import ServingConfig
+    context = types.SimpleNamespace(headers={"X-Forwarded-For": "10.1.2.3"}, ip_address="127.0.0.1")
+    monkeypatch.setattr(limits, "st", types.SimpleNamespace(context=context))
+    monkeypatch.setattr(limits.resources, "config", lambda: ServingConfig(proxied=True))
+    assert limits.address() == "10.1.2.3"
+    monkeypatch.setattr(limits.resources, "config", lambda: ServingConfig(proxied=False))
+    assert limits.address() == "127.0.0.1"              # a browser's own X-Forwarded-For is not believed
