@@ -1,13 +1,19 @@
 """Shared fixtures: tiny models and tokenizers made on the spot (no data needed)."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from model.network.tokenizer import Tokenizer
-from tests.support import CHROMIUM, sentences, tiny_model
+from serving.class_store import RedisStore
+from tests.support import CHROMIUM, free_port, sentences, tiny_model
+
+REDIS = shutil.which("redis-server")
 
 # Tiny models gain nothing from threads, and one thread keeps a shared 2-core machine usable.
 torch.set_num_threads(1)
@@ -56,3 +62,21 @@ def shipped_server():
         pytest.skip("the shipped checkpoints are not here")
     with app_server(ROOT / "checkpoints") as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A redis-server of the test's own on a free loopback port (skips when not installed)."""
+    if REDIS is None:
+        pytest.skip("redis-server not installed (apt-get install -y redis-server)")
+    port = free_port()
+    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path_factory.mktemp("redis"))], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.time() + 10
+    while not RedisStore(url).ping():
+        assert time.time() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)

@@ -25,23 +25,6 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    if REDIS is None:
-        pytest.skip("redis-server not installed (apt-get install -y redis-server)")
-    port = free_port()
-    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(tmp_path_factory.mktemp("redis"))], stdout=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.time() + 10
-    while not RedisStore(url).ping():
-        assert time.time() < deadline, "redis-server did not start"
-        time.sleep(0.05)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 @pytest.fixture(params=["memory", "redis"])
 def store_and_clock(request):
     clock = Clock()
