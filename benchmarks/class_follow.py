@@ -31,7 +31,8 @@ CODE = re.compile(r"\*\*Class ([A-Z0-9]{4})-([A-Z0-9]{4})\*\*")
 
 
 def params(query: str) -> dict[str, str]:
-    return {k: v for k, v in urllib.parse.parse_qsl(query) if k != "class"}
+    """A link's view: its parameters but the class's own (the code, a student's seat, a teacher's secret)."""
+    return {k: v for k, v in urllib.parse.parse_qsl(query) if k not in ("class", "seat", "teacher")}
 
 
 class Session:
@@ -75,8 +76,10 @@ def caught_up(follower: Student, want: dict[str, str], since: float) -> float | 
     return next((t for t, q in follower.link_seen if t >= since and params(q) == want), None)
 
 
-async def measure(args) -> dict:
-    teacher = Session(Student(args.url, {"text": SENTENCES[0]}, page="step"))
+async def open_class(url: str, students: int) -> tuple[Session, list[Session], list[asyncio.Task]]:
+    """A teacher who started a class on the step page, `students` followers who opened its join link, and
+    the tasks that run every session's timed fragments (stop them with .stopped = True)."""
+    teacher = Session(Student(url, {"text": SENTENCES[0]}, page="step"))
     await teacher.s.open()
     await teacher.run("first")
     await teacher.run("start", [teacher.s.press("class-start")])
@@ -84,29 +87,42 @@ async def measure(args) -> dict:
     if match is None:
         raise SystemExit("the teacher's page shows no class code: is class mode on?")
     code = match[1] + match[2]
-    followers = [Session(Student(args.url, {"class": code})) for _ in range(args.students)]
+    followers = [Session(Student(url, {"class": code})) for _ in range(students)]
     await asyncio.gather(*(f.s.open() for f in followers))
     await asyncio.gather(*(f.run("first") for f in followers))
     tasks = [asyncio.create_task(x.timers()) for x in (teacher, *followers)]
+    return teacher, followers, tasks
+
+
+async def change(teacher: Session, followers: list[Session], label: str, sentence: str | None,
+                 timeout: float) -> tuple[list[float], int]:
+    """The teacher presses Next (or types `sentence`); seconds until each follower shows it, and how many
+    never did within `timeout`."""
+    states = [teacher.s.type("text", sentence)] if sentence else [teacher.s.press("next")]
+    fragment = "" if sentence else teacher.s.fragments.get("next", "")
+    done = await teacher.run(label, states, fragment=fragment)
+    want = params(teacher.s.link)
+    await wait_for(lambda: all(caught_up(f.s, want, done - 0.5) for f in followers), timeout)
+    latencies, missed = [], 0
+    for f in followers:
+        t = caught_up(f.s, want, done - 0.5)
+        if t is None:
+            missed += 1
+        else:
+            latencies.append(max(0.0, t - done))
+    return latencies, missed
+
+
+async def measure(args) -> dict:
+    teacher, followers, tasks = await open_class(args.url, args.students)
     await asyncio.sleep(3)
 
     latencies, missed = [], 0
     for i in range(args.changes):
-        if i == args.changes // 2:
-            states = [teacher.s.type("text", SENTENCES[1])]
-        else:
-            states = [teacher.s.press("next")]
-        fragment = teacher.s.fragments.get("next", "") if i != args.changes // 2 else ""
-        done = await teacher.run(f"change {i}", states, fragment=fragment)
-        want = params(teacher.s.link)
-        await wait_for(lambda want=want, done=done: all(caught_up(f.s, want, done - 0.5) for f in followers),
-                       args.timeout)
-        for f in followers:
-            t = caught_up(f.s, want, done - 0.5)
-            if t is None:
-                missed += 1
-            else:
-                latencies.append(max(0.0, t - done))
+        got, lost = await change(teacher, followers, f"change {i}",
+                                 SENTENCES[1] if i == args.changes // 2 else None, args.timeout)
+        latencies += got
+        missed += lost
         await asyncio.sleep(args.think)
 
     procs = server_processes()
