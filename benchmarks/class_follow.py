@@ -54,6 +54,9 @@ class Session:
     async def timers(self) -> None:
         due: dict[str, float] = {}
         while not self.stopped:
+            if not self.s.connected:               # its process died: the page reconnects (benchmarks.faults)
+                await asyncio.sleep(0.1)
+                continue
             now = time.monotonic()
             for fid, every in list(self.s.auto_reruns.items()):
                 if now >= due.setdefault(fid, now + every):

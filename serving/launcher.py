@@ -60,17 +60,39 @@ class Backend:
     port: int
 
 
-def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0) -> str:
+UNAVAILABLE_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>Transformer, explained: back soon</title>
+<style>body{font-family:sans-serif;max-width:36em;margin:4em auto;padding:0 1em;color:#262730}</style></head>
+<body><h1>The class server is restarting</h1>
+<p>This page tries again by itself in a few seconds; your class and your answers are kept.</p>
+<p lang="de">Der Klassen-Server startet neu. Diese Seite versucht es in ein paar Sekunden von selbst wieder;
+deine Klasse und deine Antworten bleiben erhalten.</p></body></html>
+"""
+
+
+def unavailable_response() -> bytes:
+    """What HAProxy answers while no app process can (its errorfile for 503): the app's own page, which
+    retries by itself, instead of the proxy's bare error."""
+    body = UNAVAILABLE_HTML.encode()
+    head = ("HTTP/1.0 503 Service Unavailable\r\nCache-Control: no-store\r\nRetry-After: 5\r\n"
+            f"Content-Type: text/html; charset=utf-8\r\nContent-Length: {len(body)}\r\n\r\n")
+    return head.encode() + body
+
+
+def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, errorfile: str | None = None) -> str:
     """The HAProxy configuration: sticky by cookie, gzip, health checks, failover, and a
     cache for /static/ (Streamlit's files there are immutable, content-hashed names): after the
     first browser, a class's ~60 files per first visit come from HAProxy's memory instead
     of the app processes' Python (measured: 145 ms of app CPU per first visit saved).
 
     max_sessions: at most this many requests (websockets included) per app process at
-    once; 0 = no limit."""
+    once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
+    504: unavailable_response() written to a file)."""
     servers = "\n".join(
         f"    server {b.name} {b.host}:{b.port} cookie {b.name} check inter 2s fall 2 rise 2"
         + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
+    errors = "".join(f"    errorfile {code} {errorfile}\n" for code in (502, 503, 504)) if errorfile else ""
     return f"""global
     maxconn 4096
 
@@ -83,7 +105,7 @@ defaults
     timeout server 1h
     timeout tunnel 1h
     timeout queue 30s
-
+{errors}
 frontend classroom
     bind {bind}
     http-request set-header X-Forwarded-For %[src]
@@ -173,7 +195,7 @@ class Launcher:
         port = _free_port()
         folder = tempfile.mkdtemp(prefix="transformer-classes-")
         self.redis_command = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                              "yes", "--dir", folder, "--protected-mode", "yes"]
+                              "yes", "--appendfsync", "always", "--dir", folder, "--protected-mode", "yes"]
         self.redis = subprocess.Popen(self.redis_command, stdout=subprocess.DEVNULL)
         self.wait_for_port(port)
         self.env["TRANSFORMER_REDIS"] = f"redis://127.0.0.1:{port}/0"
@@ -193,7 +215,9 @@ class Launcher:
             self.start_app(port)
         self.wait_healthy()
         conf = Path(tempfile.mkdtemp(prefix="transformer-serve-")) / "haproxy.cfg"
-        conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions))
+        unavailable = conf.with_name("unavailable.http")
+        unavailable.write_bytes(unavailable_response())
+        conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions, str(unavailable)))
         self.proxy = subprocess.Popen([haproxy, "-db", "-f", str(conf)])
         print(f"serving on http://{self.args.bind} ({len(self.ports)} local process(es) on ports "
               f"{', '.join(map(str, self.ports))}; HAProxy config {conf})", file=sys.stderr, flush=True)

@@ -53,6 +53,13 @@ async def http_get(host: str, port: int, path: str, cookies: dict[str, str]) -> 
     return status, len(data), headers
 
 
+def _closed() -> type[Exception]:
+    """websockets' closed-connection error (imported late, as the client: `make serve` without the dev extras
+    never opens one)."""
+    from websockets.exceptions import ConnectionClosed
+    return ConnectionClosed
+
+
 @dataclass
 class Run:
     kind: str
@@ -124,9 +131,27 @@ class Student:
             return size
         return sum(await asyncio.gather(*(one(p) for p in paths)))
 
+    @property
+    def connected(self) -> bool:
+        """False once the websocket dropped (its app process died) or was closed."""
+        return self.reader is not None and not self.reader.done()
+
+    async def reconnect(self) -> None:
+        """What a browser does when its websocket drops: keep the address bar (the link the app last wrote,
+        the page's path), connect again (HAProxy sends a browser whose process died to a live one, which
+        starts a new session), and the page runs from the link."""
+        if self.link:
+            self.query = dict(urllib.parse.parse_qsl(self.link))
+        await self.close()
+        self.widgets.clear(), self.blocks.clear(), self.markdown.clear(), self.auto_reruns.clear()
+        await self.open()
+
     async def close(self) -> None:
         if self.ws is not None:
-            await self.ws.close()
+            try:
+                await self.ws.close()
+            except (ConnectionError, _closed()):     # its server is gone already
+                pass
         if self.reader is not None:
             self.reader.cancel()
 
@@ -212,7 +237,7 @@ class Student:
         try:
             await self.ws.send(BackMsg(rerun_script=client).SerializeToString())
             await asyncio.wait_for(asyncio.shield(self.done), timeout)
-        except (TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, ConnectionError, _closed()) as exc:
             run = Run(kind, time.monotonic() - start, False, f"{type(exc).__name__}: {exc}")
         else:
             problems = list(self.exceptions)

@@ -93,3 +93,28 @@ def test_weights_of_another_shape_are_refused(tokenizer, tmp_path):
     (tmp_path / "ck" / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(CheckpointError, match="model.safetensors"):
         load_checkpoint(tmp_path / "ck")
+
+
+def test_a_save_that_fails_half_way_leaves_nothing_behind_and_says_why(tokenizer, tmp_path, monkeypatch):
+    """A full disk while the weights are written (safetensors' own error): an OSError saying so, and no
+    temporary directory left beside the checkpoints; the checkpoint that was there stays whole."""
+    import errno
+
+    from safetensors import SafetensorError
+
+    from model.storage import checkpoint as module
+    from tests.support import make_checkpoint
+    make_checkpoint(tokenizer, tmp_path / "kept")
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def full(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+    monkeypatch.setattr(module, "save_model", full)
+    model = module.load_checkpoint(tmp_path / "kept").model
+    tok = module.load_checkpoint(tmp_path / "kept").src_tokenizer
+    for target in ("kept", "new"):
+        with pytest.raises(OSError) as caught:
+            module.save_checkpoint(tmp_path / target, model, tok, tok)
+        assert caught.value.errno == errno.ENOSPC and "No space left" in caught.value.strerror
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert module.load_checkpoint(tmp_path / "kept").model is not None

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -29,8 +30,10 @@ needs_haproxy = pytest.mark.skipif(HAPROXY is None, reason="haproxy not installe
 
 
 def test_the_proxy_configuration_is_valid_and_sticky(tmp_path):
+    from serving.launcher import unavailable_response
+    (tmp_path / "unavailable.http").write_bytes(unavailable_response())
     conf = haproxy_config("127.0.0.1:9999", [Backend("app1", "127.0.0.1", 9001), Backend("m2", "10.0.0.2", 8501)],
-                          max_sessions=40)
+                          max_sessions=40, errorfile=str(tmp_path / "unavailable.http"))
     assert f"cookie {COOKIE} insert" in conf and "compression algo gzip" in conf and "option redispatch" in conf
     assert "server app1 127.0.0.1:9001 cookie app1 check" in conf and "server m2 10.0.0.2:8501 cookie m2" in conf
     assert conf.count(" maxconn 40\n") == 2 and "balance source" not in conf   # never by client address
@@ -39,6 +42,35 @@ def test_the_proxy_configuration_is_valid_and_sticky(tmp_path):
         (tmp_path / "h.cfg").write_text(conf)
         done = subprocess.run([HAPROXY, "-c", "-f", str(tmp_path / "h.cfg")], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_haproxy
+def test_with_no_app_process_up_the_proxy_answers_with_the_apps_own_page(tmp_path):
+    """Issue 42, 4d: the backend down, a browser gets our page (503, it retries by itself), not HAProxy's."""
+    from serving.launcher import unavailable_response
+    (tmp_path / "unavailable.http").write_bytes(unavailable_response())
+    port = free_port()
+    conf = haproxy_config(f"127.0.0.1:{port}", [Backend("app1", "127.0.0.1", free_port())],
+                          errorfile=str(tmp_path / "unavailable.http"))
+    (tmp_path / "h.cfg").write_text(conf)
+    proxy = subprocess.Popen([HAPROXY, "-db", "-f", str(tmp_path / "h.cfg")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while True:
+            try:
+                urllib.request.build_opener(urllib.request.ProxyHandler({})).open(f"http://127.0.0.1:{port}/",
+                                                                                 timeout=10)
+            except urllib.error.HTTPError as exc:
+                status, body = exc.code, exc.read().decode()
+                break
+            except OSError:
+                assert time.time() < deadline, "haproxy did not start"
+                time.sleep(0.1)
+        assert status == 503 and "The class server is restarting" in body and 'http-equiv="refresh"' in body
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
 
 
 def _app_pid(port: int) -> int:

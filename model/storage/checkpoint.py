@@ -17,6 +17,7 @@ Where checkpoints are found: model/storage/places.py. Every problem with a check
 from __future__ import annotations
 
 import copy
+import errno
 import functools
 import json
 import os
@@ -116,6 +117,22 @@ def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: To
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     tmp.chmod(0o755)                                   # mkdtemp makes it private
+    try:
+        _write(tmp, model, src_tokenizer, tgt_tokenizer, meta, half, extra_files)
+    except SafetensorError as exc:         # a full disk, say: an OSError like any other write's
+        shutil.rmtree(tmp, ignore_errors=True)
+        code = errno.ENOSPC if "os error 28" in str(exc) else errno.EIO
+        raise OSError(code, os.strerror(code), str(directory)) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)     # nothing half-written is left beside the checkpoints
+        raise
+    _replace_dir(tmp, directory)
+    return directory
+
+
+def _write(tmp: Path, model: Transformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+           meta: dict[str, Any] | None, half: bool, extra_files: dict[str, str] | None) -> None:
+    """A checkpoint's files into the directory tmp."""
     joint = src_tokenizer.proto == tgt_tokenizer.proto
     tok_files = {"src": "spm.model", "tgt": "spm.model"} if joint else {"src": "spm.src.model", "tgt": "spm.tgt.model"}
     if src_tokenizer.vocab != tgt_tokenizer.vocab:
@@ -132,8 +149,6 @@ def save_checkpoint(directory: str | Path, model: Transformer, src_tokenizer: To
     save_model(to_save, str(tmp / WEIGHTS), metadata={"format": FORMAT})
     for name, text in (extra_files or {}).items():
         (tmp / name).write_text(text)
-    _replace_dir(tmp, directory)
-    return directory
 
 
 def save_weights(path: str | Path, model: Transformer) -> Path:
