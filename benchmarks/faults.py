@@ -138,7 +138,11 @@ async def until_following(teacher: Session, followers: list[Session], since: flo
 
 async def rejoin(f: Session) -> None:
     async with f.lock:
-        await f.s.reconnect()
+        try:
+            await f.s.reconnect()
+        except Exception as exc:  # noqa: BLE001 - said, and tried again on the next round
+            f.errors.append(f"reconnect: {type(exc).__name__}: {exc}")
+            return
         run = await f.s.rerun("rejoin")
     if not run.ok:
         f.errors.append(f"rejoin: {run.error}")
@@ -198,8 +202,10 @@ async def app_fault(url: str, launcher: subprocess.Popen, students: int, timeout
     shown = sum(any(k.startswith("poll-change-") for k in f.s.widgets) for f in moved)
     after = answers_held(r, code)
     await end_class(teacher, followers, tasks)
+    errors = [e for f in moved for e in f.errors]
     return {"students_on_the_killed_process": len(moved), "answers_before": before, "answers_after": after,
-            "moved_showing_their_answer": shown, "moved": figures(moved_seconds), "all": figures(seconds)}
+            "moved_showing_their_answer": shown, "moved": figures(moved_seconds), "all": figures(seconds),
+            "connected_after": sum(f.s.connected for f in moved), "errors": len(errors), "error_samples": errors[:5]}
 
 
 def disk_fault() -> dict:

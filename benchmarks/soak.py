@@ -116,6 +116,7 @@ async def lesson(args) -> dict:
     start = time.monotonic()
     until, next_sample = start + 60 * args.minutes, start
     changes: list[tuple[float, list[float], int]] = []
+    missed_at: list[dict] = []           # which changes some follower never showed, and what they were
     samples: list[tuple[float, dict]] = []
     i = 0
     while time.monotonic() < until:
@@ -125,6 +126,9 @@ async def lesson(args) -> dict:
         sentence = SENTENCES[(i // args.steps + 1) % len(SENTENCES)] if i % args.steps == 0 else None
         got, missed = await change(teacher, followers, f"change {i}", sentence, args.timeout)
         changes.append((time.monotonic() - start, got, missed))
+        if missed:
+            missed_at.append({"t": round(changes[-1][0], 1), "change": i, "sentence": sentence, "missed": missed,
+                              "teacher_link": teacher.s.link})
         i += 1
         await asyncio.sleep(args.think)
     samples.append((time.monotonic() - start, process_stats()))
@@ -133,7 +137,9 @@ async def lesson(args) -> dict:
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.gather(*(x.s.close() for x in (teacher, *followers)))
     errors = [e for x in (teacher, *followers) for e in x.errors]
-    return report(args, changes, samples, errors)
+    result = report(args, changes, samples, errors)
+    result["missed_at"] = missed_at
+    return result
 
 
 def report(args, changes, samples, errors) -> dict:
@@ -172,6 +178,9 @@ def print_lesson(r: dict) -> None:
               f"{p['sockets_end']} (max {p['sockets_max']})")
     for e in r["error_samples"]:
         print(f"    error: {e}")
+    for m in r.get("missed_at", [])[:10]:
+        what = "new sentence" if m["sentence"] else "Next"
+        print(f"    missed by {m['missed']} at {m['t']} s (change {m['change']}, {what})")
 
 
 def main() -> None:

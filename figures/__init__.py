@@ -9,6 +9,7 @@ the model or imports torch (tests/test_structure.py).
 """
 from figures.attention import (
     attention_grid,
+    attention_heads,
     attention_heatmap,
     grid_layout,
     mask_heatmap,
@@ -33,7 +34,7 @@ from figures.training import bleu_by_length, lab_curves, training_curves
 from figures.vectors import SUBLAYER_NAMES, token_bars, unit_bars, update_sizes, vector_heatmap
 
 __all__ = [
-    "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heatmap",
+    "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heads", "attention_heatmap",
     "attribution_heatmap", "beam_tree", "bleu_by_length", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
     "source_share_bars",
     "step_used_vs_looked",

@@ -49,6 +49,55 @@ def attention_heatmap(
     return go.Figure(dict(data=[trace], layout=layout))
 
 
+def attention_heads(
+    attn: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    layer: int,
+    head: int,
+    row_title: str | None = None,
+    col_title: str | None = None,
+    highlight_row: int | None = None,
+) -> go.Figure:
+    """Every head of one attention kind, attn (L, H, Tq, Tk), as one heatmap each, the (layer, head) one
+    shown; a menu in the figure switches heads in the browser, with no round trip to the server.
+
+    Hover names tokens without a per-cell copy of them: the axes are categories "i: token" (unique, and
+    in order), shown as the tokens alone, so 24 heads cost 24 z matrices, not 24 label matrices."""
+    attn = np.asarray(attn, dtype=float)
+    n_l, n_h, tq, tk = attn.shape
+    if (tq, tk) != (len(rows), len(cols)):
+        raise ValueError(f"matrices ({tq}, {tk}) do not match {len(rows)} row and {len(cols)} column tokens")
+    row_title = _("query") if row_title is None else row_title
+    col_title = _("key") if col_title is None else col_title
+    r, c = labels(rows), labels(cols)
+    y, x = [f"{i}: {t}" for i, t in enumerate(r)], [f"{j}: {t}" for j, t in enumerate(c)]
+    heads = [(i, j) for i in range(n_l) for j in range(n_h)]
+    names = [_("layer {layer}, head {head}").format(layer=i, head=j) for i, j in heads]
+    hover = f"{row_title}: %{{y}}<br>{col_title}: %{{x}}<br>" + _("weight: %{z:.4f}")
+    traces = [dict(type="heatmap", z=attn[i, j].astype(np.float32), x=x, y=y, coloraxis="coloraxis",
+                   visible=(i, j) == (layer, head), name=names[k], hovertemplate=f"{hover}<extra>{names[k]}</extra>")
+              for k, (i, j) in enumerate(heads)]
+    chosen = heads.index((layer, head))
+    buttons = [dict(label=names[k], method="update",
+                    args=[{"visible": [n == k for n in range(len(heads))]}, {"title.text": names[k]}])
+               for k in range(len(heads))]
+    size = max(tq, tk)
+    layout = dict(title=dict(text=names[chosen]), meta=SEQUENTIAL,
+                  xaxis=dict(type="category", tickmode="array", tickvals=x, ticktext=c, title=col_title,
+                             tickangle=-60, showgrid=False),
+                  yaxis=dict(type="category", tickmode="array", tickvals=y, ticktext=r, title=row_title,
+                             autorange="reversed", showgrid=False),
+                  coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(thickness=12)),
+                  updatemenus=[dict(type="dropdown", active=chosen, buttons=buttons, x=1.0, xanchor="right",
+                                    y=1.02, yanchor="bottom", showactive=True, pad=dict(t=0, b=0))],
+                  height=min(900, 180 + 26 * size), margin=MARGIN)
+    if highlight_row is not None:
+        layout["shapes"] = [dict(type="rect", x0=-0.5, x1=tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
+                                 line=dict(color=STATUS_COLORS["chosen"], width=3))]
+    return go.Figure(dict(data=traces, layout=layout))
+
+
 def attention_grid(
     attn: np.ndarray,
     rows: Sequence[str],

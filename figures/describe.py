@@ -38,13 +38,18 @@ def _number(v: float) -> str:
     return f"{v:.3g}"
 
 
+def _shown(trace) -> bool:
+    """Drawn now (a chart that holds several heads hides all but one)."""
+    return trace.visible in (None, True)
+
+
 def _heatmaps(fig: go.Figure) -> list:
-    return [t for t in fig.data if t.type == "heatmap" and t.z is not None]
+    return [t for t in fig.data if t.type == "heatmap" and t.z is not None and _shown(t)]
 
 
 def _bars(fig: go.Figure) -> list:
     return [t for t in fig.data if t.type in ("bar", "scatter") and t.y is not None and t.x is not None
-            and (t.marker is None or t.marker.opacity != 0)]          # not the invisible click targets
+            and (t.marker is None or t.marker.opacity != 0) and _shown(t)]          # not the invisible click targets
 
 
 def summary(fig: go.Figure) -> str:

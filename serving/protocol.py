@@ -230,6 +230,10 @@ class Student:
                              cached_message_hashes=list(self.cache), fragment_id=fragment,
                              context_info=ContextInfo(timezone="UTC", locale="en-US", url=self.address()))
         client.widget_states.CopyFrom(WidgetStates(widgets=list(states)))
+        if not self.connected:                  # its server went away: no answer will come (a browser reconnects)
+            run = Run(kind, 0.0, False, "ConnectionError: not connected")
+            self.runs.append(run)
+            return run
         self.done = asyncio.get_running_loop().create_future()
         self.fragment_run = bool(fragment)
         self.saw_wait = False

@@ -185,3 +185,32 @@ def test_a_poll_shows_the_class_beside_the_model():
     assert cls.marker.color != model.marker.color and model.marker.pattern.shape == "/"   # not by hue alone
     empty = figures.poll_results(["a", "b"], [])
     assert list(empty.data[0].x) == [0.0, 0.0] and len(empty.data) == 1
+
+
+def test_the_heads_chart_holds_every_head_shows_the_chosen_and_its_menu_shows_each():
+    rng = np.random.default_rng(0)
+    attn = rng.random((3, 4, 5, 6))
+    rows, cols = ["a", "b", "a", "c", "d"], ["x", "y", "x", "z", "w", "v"]     # repeated tokens stay apart
+    fig = figures.attention_heads(attn, rows, cols, layer=1, head=2, highlight_row=3)
+    assert len(fig.data) == 12 and [t.visible for t in fig.data].count(True) == 1
+    assert fig.data[1 * 4 + 2].visible and np.allclose(fig.data[6].z, attn[1, 2], atol=1e-6)
+    assert fig.data[0].x == tuple(f"{j}: {t}" for j, t in enumerate(cols))              # categories, unique
+    assert list(fig.layout.xaxis.ticktext) == cols and list(fig.layout.yaxis.ticktext) == rows
+    menu = fig.layout.updatemenus[0]
+    assert menu.active == 6 and len(menu.buttons) == 12
+    for k, button in enumerate(menu.buttons):
+        visible = button.args[0]["visible"]
+        assert visible.count(True) == 1 and visible[k]                                 # each shows its own head
+        assert button.args[1]["title.text"] == button.label == fig.data[k].name
+    assert fig.layout.shapes[0].y0 == 2.5
+    with pytest.raises(ValueError):
+        figures.attention_heads(attn, rows[:4], cols, 0, 0)
+
+
+def test_the_heads_chart_is_described_by_the_head_it_shows():
+    from figures import describe
+    attn = np.zeros((2, 2, 3, 3))
+    attn[1, 1, 2, 0] = 0.9                                   # only the shown head has its peak there
+    attn[0, 0, 0, 2] = 0.5
+    said = describe.summary(figures.attention_heads(attn, ["a", "b", "c"], ["x", "y", "z"], layer=1, head=1))
+    assert "a heatmap of 3 rows" in said and "0.9" in said and "row c, column x" in said

@@ -7,9 +7,9 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import figures
-from app import polls
+from app import head_switch, polls, state
 from app.context import Context
-from app.settings import declare, index, layer_head, radio, selectbox
+from app.settings import HEAD, LAYER, declare, index, layer_head, radio, selectbox
 from app.ui import chart, csv_button, tokens_for, why
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
@@ -48,7 +48,7 @@ def render(ctx: Context) -> None:
     grid = ctx.figure("grid", (name, picked), lambda: figures.attention_grid(
         attn, rows, cols, title=_("{kind}: every layer × head").format(kind=_(kind.label)), highlight_row=picked))
     chart(left, grid, key="grid", settings=settings)
-    _one_head(ctx, right, attn[layer, head], rows, cols, kind, (layer, head), picked)
+    _one_head(ctx, right, attn, rows, cols, kind, (layer, head), picked)
     if picked is not None:
         chart(st, ctx.figure("row", (name, picked), lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
               key="row", settings=settings)
@@ -63,18 +63,26 @@ def kind_picker(where: DeltaGenerator, compact: bool) -> str:
     return radio(where, KIND, label, format_func=shown, horizontal=True)
 
 
-def _one_head(ctx: Context, where, matrix: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind,
+def _one_head(ctx: Context, where, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind,
               layer_head: tuple[int, int], picked: int | None) -> None:
+    """The chosen head, in a chart that holds every head of the kind: its menu switches heads in the browser
+    (app/head_switch.py tells the server, so the pickers, the link and a following class follow)."""
     layer, head = layer_head
-    fig = ctx.figure("single", (kind.name, layer, head, picked), lambda: figures.attention_heatmap(
-        matrix, rows, cols, title=_("layer {layer}, head {head}").format(layer=layer, head=head),
-        row_title=_("{side} (query)").format(side=_(kind.query_side)),
+    fig = ctx.figure("single", (kind.name, layer, head, picked), lambda: figures.attention_heads(
+        attn, rows, cols, layer, head, row_title=_("{side} (query)").format(side=_(kind.query_side)),
         col_title=_("{side} (key)").format(side=_(kind.key_side)), highlight_row=picked), cache=False)
     chart(where, fig, key="single", settings=ctx.settings)
-    csv_button(where, matrix, rows, cols, f"{kind.name}-layer{layer}-head{head}")
+    head_switch.listen(where, "single", attn.shape[1], _pick)
+    csv_button(where, attn[layer, head], rows, cols, f"{kind.name}-layer{layer}-head{head}")
     if where.button(_("This head across the corpus"), key="explore_corpus", icon=":material/view_module:",
                     help=_("what this head does over a whole test set: its role, profile and knockout cost")):
         ctx.open("heads")
+
+
+def _pick(layer: int, head: int) -> None:
+    """The head the chart's menu shows becomes the chosen one (before the pickers are drawn)."""
+    state.set_widget(LAYER.name, layer)
+    state.set_widget(HEAD.name, head)
 
 
 def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:

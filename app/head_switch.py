@@ -1,0 +1,56 @@
+"""Heads switched in the browser, and still told to the server.
+
+A chart made by figures.attention_heads carries every head of one attention kind and a menu that shows
+another head at once, in the browser (plotly's own "update" buttons: no round trip). This module's
+listener, a small Streamlit component (components v2: JavaScript in the page, no iframe), hears the
+menu's clicks on that chart and tells Python which head is shown; Python then makes it the chosen layer
+and head as if the pickers had changed (`on_pick`), so the link and a following class get it. The
+chart is already showing the head by then: the rerun only catches the server up.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from app import state
+
+# Finds the chart by its element key (Streamlit's class st-key-KEY), listens to its menu, and looks again
+# every half second: Streamlit may draw the chart after this, or anew (a new sentence, another kind).
+JS = """
+export default function(component) {
+    const { data, setTriggerValue } = component;
+    let stopped = false, chart = null;
+    const picked = (event) => setTriggerValue("pick", event.active);
+    const attach = () => {
+        if (stopped) return;
+        const found = document.querySelector(`.st-key-${data.chart} .js-plotly-plot`);
+        if (found && found.on && found !== chart) {
+            if (chart && chart.removeListener) chart.removeListener("plotly_buttonclicked", picked);
+            chart = found;
+            chart.on("plotly_buttonclicked", picked);
+        }
+        setTimeout(attach, 500);
+    };
+    attach();
+    return () => {
+        stopped = true;
+        if (chart && chart.removeListener) chart.removeListener("plotly_buttonclicked", picked);
+    };
+}
+"""
+
+_listener = st.components.v2.component("transformer_explained.head_switch", js=JS)
+
+
+def listen(where: DeltaGenerator, chart_key: str, n_heads: int, on_pick: Callable[[int, int], None]) -> None:
+    """Tell on_pick(layer, head) when the menu of the chart `chart_key` shows another head."""
+    key = f"{chart_key}_switch"
+
+    def picked() -> None:
+        index = getattr(state.widget(key), "pick", None)
+        if isinstance(index, int) and index >= 0:
+            on_pick(*divmod(index, n_heads))
+    with where:
+        _listener(key=key, data={"chart": chart_key}, on_pick_change=picked)
