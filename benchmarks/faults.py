@@ -201,11 +201,12 @@ async def app_fault(url: str, launcher: subprocess.Popen, students: int, timeout
     moved_seconds = [s for f, s in zip(followers, seconds) if f in moved]
     shown = sum(any(k.startswith("poll-change-") for k in f.s.widgets) for f in moved)
     after = answers_held(r, code)
+    connected = sum(f.s.connected for f in moved)
     await end_class(teacher, followers, tasks)
     errors = [e for f in moved for e in f.errors]
     return {"students_on_the_killed_process": len(moved), "answers_before": before, "answers_after": after,
             "moved_showing_their_answer": shown, "moved": figures(moved_seconds), "all": figures(seconds),
-            "connected_after": sum(f.s.connected for f in moved), "errors": len(errors), "error_samples": errors[:5]}
+            "connected_after": connected, "errors": len(errors), "error_samples": errors[:5]}
 
 
 def disk_fault() -> dict:
