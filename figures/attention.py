@@ -91,6 +91,7 @@ def attention_heads(
                   coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(thickness=12)),
                   updatemenus=[dict(type="dropdown", active=chosen, buttons=buttons, x=1.0, xanchor="right",
                                     y=1.02, yanchor="bottom", showactive=True, pad=dict(t=0, b=0))],
+                  modebar=dict(orientation="v"),       # down the right edge: across the top it would cover the menu
                   height=min(900, 180 + 26 * size), margin=MARGIN)
     if highlight_row is not None:
         layout["shapes"] = [dict(type="rect", x0=-0.5, x1=tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
