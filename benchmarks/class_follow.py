@@ -75,8 +75,15 @@ async def wait_for(predicate, timeout: float) -> bool:
 
 
 def caught_up(follower: Student, want: dict[str, str], since: float) -> float | None:
-    """When the follower's page first wrote the teacher's link after `since`."""
-    return next((t for t, q in follower.link_seen if t >= since and params(q) == want), None)
+    """When the follower's page first wrote the teacher's link after `since`. Read from the newest back to
+    `since`: over a lesson-long soak the history grows to thousands of links, checked every 20 ms."""
+    first = None
+    for t, q in reversed(follower.link_seen):
+        if t < since:
+            break
+        if params(q) == want:
+            first = t
+    return first
 
 
 async def open_class(url: str, students: int) -> tuple[Session, list[Session], list[asyncio.Task]]:
