@@ -51,8 +51,12 @@ class Entry:
     owner: str
     name: str
     published: bool
-    size: int              # bytes
     saved: float           # seconds since the epoch (the directory's modification time)
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk: walked when asked (a list drawn, a save), not on each listing (every rerun)."""
+        return dir_size(self.path)
 
 
 def dir_size(path: Path) -> int:
@@ -90,7 +94,7 @@ class LabShelf:
 
     def _entry(self, path: Path) -> Entry:
         group, owner, name = path.relative_to(self.base).parts
-        return Entry(path, group, owner, name, (path / PUBLISHED).exists(), dir_size(path), path.stat().st_mtime)
+        return Entry(path, group, owner, name, (path / PUBLISHED).exists(), path.stat().st_mtime)
 
     def _models(self, pattern: str) -> list[Entry]:
         if not self.base.is_dir():
