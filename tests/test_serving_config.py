@@ -1,0 +1,25 @@
+"""The server's settings (serving/config.py): each variable read, documented in its table and in the README."""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from serving import config
+from serving.config import ServingConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_cache_lifetime_is_read_from_the_environment():
+    assert ServingConfig.from_env({}).cache_minutes == 5.0
+    assert ServingConfig.from_env({"TRANSFORMER_CACHE_MINUTES": "0.5"}).cache_minutes == 0.5
+
+
+def test_every_variable_read_is_in_the_modules_table_and_in_the_readme():
+    read = set(re.findall(r'"(TRANSFORMER_[A-Z_]+)"', inspect.getsource(ServingConfig.from_env)))
+    read |= {"TRANSFORMER_CHECKPOINTS"}                     # read by model/storage/places.py for it
+    tabled = set(re.findall(r"^\| (TRANSFORMER_[A-Z_]+) \|", config.__doc__, re.M))
+    readme = (ROOT / "README.md").read_text()
+    assert len(read) > 20 and read <= tabled, read - tabled
+    assert not [v for v in read if v not in readme], [v for v in read if v not in readme]
