@@ -7,7 +7,7 @@
 | TRANSFORMER_ADMIT | 1 | new pages drawn at once per process (serving/admission.py) |
 | TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
 | TRANSFORMER_MAX_BATCH | 16 | sentences decoded in one batch per process (1: each alone; serving/batching.py) |
-| TRANSFORMER_CACHE_MINUTES | 5 | a sentence's decoding and figures are kept this long after they were made (then made again if asked) |
+| TRANSFORMER_CACHE_MINUTES | 5 | a sentence's decoding and figures are kept this long after made (then made anew) |
 | TRANSFORMER_LAB_SLOTS | one per two cores | training-lab runs at once (serving/lab_jobs.py) |
 | TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
 | TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |

@@ -2,7 +2,8 @@
 
   python -m serving.launcher                         # http://127.0.0.1:8501, one process per core
   python -m serving.launcher --bind 0.0.0.0:8501     # a school server, reachable on the network
-  python -m serving.launcher --processes 4 --backend 10.0.0.12:8501 --backend 10.0.0.13:8501
+  python -m serving.launcher --processes 0 --backend 10.0.0.12:8501 --backend 10.0.0.13:8501 --redis URL
+  python -m serving.launcher --apps-only --bind 10.0.0.12:8501 --processes 2 --redis URL   # on 10.0.0.12
 
 One Streamlit process uses at most about one core (one Python interpreter), so a class
 is served by several processes. HAProxy (Debian's package `haproxy`) in front of them:
@@ -17,10 +18,12 @@ is served by several processes. HAProxy (Debian's package `haproxy`) in front of
 Classes (a teacher's screen followed by the students', serving/class_store.py) live in Redis, so that
 the teacher and the students may sit on different processes: the launcher starts Debian's
 `redis-server` on loopback (or uses `--redis URL`, a school's own) and restarts it if it dies.
-`--backend HOST:PORT` adds app servers on other machines (each started there, from the root
-of a checkout so that it reads .streamlit/config.toml, with
-`streamlit run app/main.py --server.port PORT --server.address 0.0.0.0`); the same
-configuration balances over all of them. This launcher warms each local process up (one
+A class across several machines: one Redis they all reach (`--redis URL`, a school's own), on each app
+machine `python -m serving.launcher --apps-only --bind ADDRESS:8501 --processes N --redis URL` (app
+processes only, on ports 8501.., with the same settings as here, warmed and restarted), and on the front
+machine `python -m serving.launcher --bind 0.0.0.0:8501 --processes 0 --backend ADDRESS:8501 ... --redis
+URL` (HAProxy, balancing over all of them; `--processes N` adds app processes of its own).
+This launcher warms each local process up (one
 session draws the first pages: the model is loaded and the default sentence cached before
 the first student; serving/warmup.py), restarts local processes that die (and warms them),
 and stops everything on Ctrl-C / SIGTERM.
@@ -140,10 +143,14 @@ def app_command(port: int, address: str = "127.0.0.1") -> list[str]:
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never through http_proxy (a school's)
 
 
+def _reachable(host: str) -> str:
+    """Where this machine reaches a process listening on `host` (every address: its loopback)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "", "*") else host
+
+
 def healthy(port: int, host: str = "127.0.0.1") -> bool:
-    host = "127.0.0.1" if host in ("0.0.0.0", "", "*") else host
     try:
-        return DIRECT.open(f"http://{host}:{port}/_stcore/health", timeout=1).read() == b"ok"
+        return DIRECT.open(f"http://{_reachable(host)}:{port}/_stcore/health", timeout=1).read() == b"ok"
     except OSError:
         return False
 
@@ -153,11 +160,12 @@ class Launcher:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.ports = [args.first_port + i for i in range(args.processes)]
+        first = _host_port(args.bind)[1] if getattr(args, "apps_only", False) else args.first_port
+        self.ports = [first + i for i in range(args.processes)]
         self.apps: dict[int, subprocess.Popen] = {}
         self.proxy: subprocess.Popen | None = None
         # the training lab: one run per two cores on this machine, whichever process it is in
-        self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // args.processes)),
+        self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // max(1, args.processes))),
                     "TRANSFORMER_ADD_MODELS": "1" if getattr(args, "allow_adding_models", False) else "0",
                     "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-"),
                     "TRANSFORMER_LAB_OWNED": os.environ.get("TRANSFORMER_LAB_OWNED", "1")}    # a class's server
@@ -206,6 +214,9 @@ class Launcher:
     def start(self) -> None:
         self.sweep_lab_shelf()
         self.start_redis()
+        if self.args.apps_only:
+            self.start_apps_only()
+            return
         haproxy = None if self.args.no_proxy else shutil.which("haproxy")
         if haproxy is None:
             self.start_direct()
@@ -234,6 +245,22 @@ class Launcher:
                 print(f"removed {len(gone)} unpublished lab model(s) older than {cfg.lab_keep_hours:g} h",
                       file=sys.stderr, flush=True)
 
+    def start_apps_only(self) -> None:
+        """An app machine of a class across machines: its app processes on --bind's address (ports from
+        --bind's port on), behind the front machine's HAProxy (which writes X-Forwarded-For), their classes
+        in the one Redis of --redis."""
+        self.address = _host_port(self.args.bind)[0]
+        self.env["TRANSFORMER_PROXIED"] = "1"
+        for port in self.ports:
+            self.start_app(port)
+        self.wait_healthy()
+        print(f"app processes on {self.address}, ports {', '.join(map(str, self.ports))}, for the front machine's "
+              f"HAProxy (--backend {self.address}:{self.ports[0]} ...); classes in {self.args.redis}",
+              file=sys.stderr, flush=True)
+        if self.args.warmup:
+            for port in self.ports:
+                self.warm_in_background(port)
+
     def start_direct(self) -> None:
         """No HAProxy (not installed, e.g. an offline school machine, or --no-proxy): one app process
         serves the class on the bind address itself, restarted when it dies."""
@@ -258,7 +285,7 @@ class Launcher:
             while not healthy(port, self.address) and time.time() < deadline and not self.stopping:
                 time.sleep(0.5)
             try:
-                seconds = warm_blocking(port)
+                seconds = warm_blocking(port, host=_reachable(self.address))
                 print(f"app process on port {port} warmed up in {seconds:.1f} s", file=sys.stderr, flush=True)
             except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs the first student time
                 print(f"warning: warming up the app process on port {port} failed: {exc}", file=sys.stderr)
@@ -333,13 +360,17 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=command.prog("serving.launcher"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bind", default="127.0.0.1:8501",
                    help="address:port the class connects to (default 127.0.0.1:8501; 0.0.0.0:8501 for a network)")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1,
-                   help="app processes on this machine (default: one per core)")
+                   help="app processes on this machine (default: one per core; 0: none, HAProxy in front of "
+                        "--backend machines only)")
+    p.add_argument("--apps-only", action="store_true",
+                   help="an app machine of a class across machines: app processes only (on --bind's address, "
+                        "ports from --bind's port on), for a front machine's HAProxy; needs --redis")
     p.add_argument("--first-port", type=int, default=8511, help="port of the first local app process (default 8511)")
     p.add_argument("--backend", action="append", default=[], metavar="HOST:PORT",
                    help="an app server on another machine (repeatable)")
@@ -351,17 +382,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-proxy", action="store_true",
                    help="no HAProxy: one app process on --bind itself (what happens anyway when haproxy is not "
                         "installed)")
-    p.add_argument("--redis", default=None, metavar="URL",
-                   help="where classes live (redis://HOST:PORT/DB; a school's own Redis). Default: a redis-server "
+    p.add_argument("--redis", default=os.environ.get("TRANSFORMER_REDIS") or None, metavar="URL",
+                   help="where classes live (redis://:PASSWORD@HOST:PORT/DB, a school's own Redis; default "
+                        "$TRANSFORMER_REDIS, which keeps a password off the command line). Unset: a redis-server "
                         "of our own on loopback (Debian: apt-get install -y redis-server)")
     p.add_argument("--allow-adding-models", action="store_true",
                    help="let students add Marian models by name from the sidebar (off for a class by default: "
                         "each one is a download of up to a few hundred MB onto the server)")
+    return p
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked (argparse exits with its message on a wrong one)."""
+    p = parser()
     args = p.parse_args(argv)
-    for b in args.backend:
-        _host_port(b)
-    if args.processes < 1:
-        p.error("--processes must be at least 1")
+    for b in [*args.backend, *([args.bind] if args.apps_only else [])]:
+        try:
+            _host_port(b)
+        except argparse.ArgumentTypeError as exc:
+            p.error(str(exc))
+    if args.processes < 0 or (args.processes == 0 and not args.backend):
+        p.error("--processes must be at least 1 (0 only with --backend: a front machine of app machines)")
+    if args.apps_only and (args.backend or args.no_proxy or args.processes < 1):
+        p.error("--apps-only runs app processes for another machine's HAProxy: no --backend, no --no-proxy, "
+                "--processes at least 1")
+    if args.apps_only and not args.redis:
+        p.error("--apps-only needs --redis URL: the one Redis every machine of the class reaches")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     launcher = Launcher(args)
     signal.signal(signal.SIGTERM, launcher.stop)
     signal.signal(signal.SIGINT, launcher.stop)

@@ -21,11 +21,12 @@ from serving.protocol import Student
 DEFAULT_PAGES = ("overview", "explore")
 
 
-async def warm(port: int, pages: tuple[str, ...] = DEFAULT_PAGES, timeout: float = 180.0) -> float:
-    """Draw `pages` once in one session of the app on `port`; returns the seconds it took."""
+async def warm(port: int, pages: tuple[str, ...] = DEFAULT_PAGES, timeout: float = 180.0,
+               host: str = "127.0.0.1") -> float:
+    """Draw `pages` once in one session of the app on `host`:`port`; returns the seconds it took."""
     from websockets.exceptions import WebSocketException
     start = time.monotonic()
-    session = Student(f"http://127.0.0.1:{port}", {})
+    session = Student(f"http://{host}:{port}", {})
     try:
         await asyncio.wait_for(session.open(), timeout)
         for page in pages:
@@ -40,8 +41,9 @@ async def warm(port: int, pages: tuple[str, ...] = DEFAULT_PAGES, timeout: float
     return time.monotonic() - start
 
 
-def warm_blocking(port: int, pages: tuple[str, ...] = DEFAULT_PAGES, timeout: float = 180.0) -> float:
-    return asyncio.run(warm(port, pages, timeout))
+def warm_blocking(port: int, pages: tuple[str, ...] = DEFAULT_PAGES, timeout: float = 180.0,
+                  host: str = "127.0.0.1") -> float:
+    return asyncio.run(warm(port, pages, timeout, host))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -355,3 +355,13 @@ def test_without_haproxy_one_process_serves_on_the_bind_address_and_stops_at_onc
     assert launcher.wait(timeout=20) == 0
     time.sleep(0.5)
     assert not any(str(port) in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+
+
+def test_an_app_machine_needs_a_shared_redis_and_a_front_needs_backends(capsys):
+    from serving import launcher
+    for argv, said in ((["--apps-only", "--bind", "127.0.0.1:8901"], "--redis URL"),
+                       (["--processes", "0"], "0 only with --backend"),
+                       (["--apps-only", "--redis", "redis://x:1/0", "--backend", "10.0.0.1:8501"], "no --backend")):
+        with pytest.raises(SystemExit):
+            launcher.main(argv)
+        assert said in capsys.readouterr().err, argv
