@@ -4,7 +4,8 @@ The teacher presses "Start a class" in the sidebar: a code, a join link (`?class
 code to project, and a teacher link (with the secret) to keep. At the end of every teacher run the
 page and its link parameters (exactly what app/links.py writes into the address bar) are published.
 A student who opens the join link, or types the code, follows: a small fragment checks the class
-every FOLLOW_SECONDS; a newer view is applied at the start of the next run (every linked setting
+when the class bell rings (app/bell.py: the browser is told when the class changes) and every
+FOLLOW_SECONDS anyway; a newer view is applied at the start of the next run (every linked setting
 set to the teacher's value or its default, the decoding step, the page) and the whole page reruns.
 A student who changes anything themselves has left (said, with "Follow the teacher again").
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from app import lab_models, limits, links, resources, state
+from app import bell, lab_models, limits, links, resources, state
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
@@ -32,7 +33,8 @@ from serving.class_store import ClassGone, NotTeacher, Poll, StoreDown, View
 
 CLASS, TEACHER, SEAT = links.CLASS, links.TEACHER, links.SEAT   # link parameters: the join code; the teacher's
 SEAT_ID = re.compile(r"[0-9a-f]{12}")                           # secret; a student's anonymous id (its seat)
-FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
+FOLLOW_SECONDS = 2.0                         # how often a follower's page checks its class unasked (the bell
+                                             # rings at once; this says the student is there, and is its fallback)
 TEACHER_SECONDS = 2.0                        # how often the teacher's sidebar counts followers
 CHECK_IN_SECONDS = 3.0                       # how often a follower says it is there
 
@@ -45,6 +47,8 @@ class Membership:
     student: str = field(default_factory=lambda: secrets.token_hex(6))
     following: bool = True
     applied: int = 0                         # the class view's version applied last
+    seen: int = 0                            # the class view's version the last check saw
+    bell: str = ""                           # the class's bell token (app/bell.py), a student's
     pending: View | None = None              # to apply at the start of the next run
     baseline: tuple | None = None            # (page, params) of the view applied last
     checked_in: float = 0.0
@@ -95,6 +99,10 @@ def join(code_text: str, secret: str | None = None, seat: str | None = None) -> 
     except StoreDown:
         return _("The class server cannot be reached right now; try again in a minute.")
     m = Membership(code, secret)
+    try:
+        m.bell = s.bell_token(code)
+    except (ClassGone, StoreDown):             # just read: the bell stays silent, the check still runs
+        pass
     if not m.teacher and seat is not None and SEAT_ID.fullmatch(seat):
         m.student = seat
     if not m.teacher:
@@ -140,7 +148,7 @@ def apply_pending(site: Site) -> str | None:
 
 
 def _watch(m: Membership) -> None:
-    """A follower's check (every FOLLOW_SECONDS): a newer view reruns the whole page."""
+    """A follower's check (the bell rang, or FOLLOW_SECONDS passed): a newer view reruns the whole page."""
     s = store()
     try:
         now = time.monotonic()
@@ -156,6 +164,7 @@ def _watch(m: Membership) -> None:
             m.trouble = N_("The class cannot be reached right now: you are on your own until it is back.")
             st.rerun(scope="app")
         return
+    m.seen = view.version
     if m.trouble is not None:                # back: the notice goes, following resumes below
         m.trouble = None
         st.rerun(scope="app")
@@ -317,8 +326,11 @@ def _student_panel(m: Membership) -> None:
 
 @fragment(run_every=FOLLOW_SECONDS)
 def follower_tick(m: Membership) -> None:
-    """Drawn once per run (in the main area, app/polls.py): a follower's check of the class."""
+    """Drawn once per run (in the main area, app/polls.py): a follower's check of the class, and the bell
+    that runs it again as soon as the class changes."""
     _watch(m)
+    if m.bell:
+        bell.listen(m.code, m.bell, m.seen)
 
 
 def join_banner() -> None:

@@ -4,8 +4,9 @@ running app (`make serve`, its classes in Redis; or one process).
   .venv/bin/python -m benchmarks.class_follow --url http://127.0.0.1:8501 --students 30
 
 One teacher (a session like any other) starts a class on the step page; --students followers open the
-join link at once. Every session runs its timed fragments as a browser does (a follower checks its
-class every 0.5 s, the teacher counts followers every 2 s). Then:
+join link at once. Every session runs its timed fragments and its class bell as a browser does (a
+follower's page waits on the bell and checks its class every 2 s anyway; the teacher counts followers every
+2 s). Then:
   changes  the teacher presses Next --changes times and types a new sentence once, a few seconds
            apart; per change and follower: from the teacher's run finishing (its view is published
            then) to the follower's page writing the same link (the end of the run that applied it)
@@ -52,6 +53,26 @@ class Session:
         return time.monotonic()
 
     async def timers(self) -> None:
+        """The page's timed fragments and its class bell, as a browser runs them."""
+        await asyncio.gather(self._timed(), self._bell())
+
+    async def _bell(self) -> None:
+        """The class bell's component (app/bell.py): one request held open; a new version runs its fragment."""
+        known = None
+        while not self.stopped:
+            data = self.s.bell() if self.s.connected else None
+            if data is None:
+                await asyncio.sleep(0.1)
+                continue
+            known = data["known"] if known is None or data["known"] > known else known
+            version = await self.s.bell_wait(known, timeout=30)
+            if version is None:
+                await asyncio.sleep(2.0)
+            elif version != known and not self.stopped:
+                known = version
+                await self.run("bell", [self.s.ring(version)], fragment=self.s.fragments.get("class_bell", ""))
+
+    async def _timed(self) -> None:
         due: dict[str, float] = {}
         while not self.stopped:
             if not self.s.connected:               # its process died: the page reconnects (benchmarks.faults)

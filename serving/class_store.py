@@ -119,6 +119,7 @@ class ClassStore(Protocol):
     def start(self, page: str, params: Mapping[str, str]) -> Started: ...
     def view(self, code: str) -> View: ...
     def is_teacher(self, code: str, secret: str) -> bool: ...
+    def bell_token(self, code: str) -> str: ...
     def publish(self, code: str, secret: str, page: str, params: Mapping[str, str]) -> int: ...
     def end(self, code: str, secret: str) -> None: ...
     def check_in(self, code: str, student: str) -> None: ...
@@ -155,6 +156,12 @@ class _Shared:
         except (ClassGone, NotTeacher):
             return False
 
+    def bell_token(self, code: str) -> str:
+        """What a member of the class shows the class bell (serving/class_bell.py) to hear the class change:
+        made from the class's own secret hash, so that a guessed code alone hears nothing (not even whether
+        the class exists)."""
+        return hashlib.sha256(("bell:" + self._secret_hash(code)).encode()).hexdigest()[:32]
+
     def reveal(self, code: str, secret: str) -> None:
         self._set_poll(code, secret, revealed=True)
 
@@ -189,6 +196,10 @@ class MemoryStore(_Shared):
             self._classes.pop(code, None)
             raise ClassGone(code)
         return c
+
+    def _secret_hash(self, code: str) -> str:
+        with self._lock:
+            return self._get(code).secret_hash
 
     def _teacher(self, code: str, secret: str) -> _Class:
         with self._lock:                    # re-entrant: also taken by the callers that go on to write
@@ -326,6 +337,12 @@ class RedisStore(_Shared):
         for key in self._keys(code, ids):
             pipe.expire(key, IDLE_SECONDS)
         self._call(pipe.execute)
+
+    def _secret_hash(self, code: str) -> str:
+        found = self._call(self._redis.hget, self.key(code), "secret")
+        if not found:
+            raise ClassGone(code)
+        return found
 
     def _teacher(self, code: str, secret: str) -> dict[str, str]:
         data = self._call(self._redis.hgetall, self.key(code))

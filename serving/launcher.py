@@ -93,7 +93,7 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
     504: unavailable_response() written to a file)."""
     servers = "\n".join(
-        f"    server {b.name} {b.host}:{b.port} cookie {b.name} check inter 2s fall 2 rise 2"
+        f"    server {b.name} {b.host}:{b.port} cookie {b.name} check inter 1s fastinter 250ms fall 2 rise 2"
         + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
     errors = "".join(f"    errorfile {code} {errorfile}\n" for code in (502, 503, 504)) if errorfile else ""
     return f"""global
@@ -101,9 +101,9 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
 
 defaults
     mode http
-    option redispatch
+    option redispatch 1
     retries 2
-    timeout connect 5s
+    timeout connect 3s
     timeout client 1h
     timeout server 1h
     timeout tunnel 1h

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import random
 import time
 import urllib.parse
@@ -51,6 +52,24 @@ async def http_get(host: str, port: int, path: str, cookies: dict[str, str]) -> 
             cookies[k] = v
     status = int(head[0].split()[1]) if head and head[0].startswith("HTTP/") else 0
     return status, len(data), headers
+
+
+async def http_text(host: str, port: int, path: str, cookies: dict[str, str],
+                    timeout: float = TIMEOUT) -> tuple[int, str]:
+    """One GET, uncompressed (Connection: close): (status, body)."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    try:
+        writer.write((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n"
+                      + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode())
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    status = int(status_line.split()[1]) if status_line.startswith("HTTP/") else 0
+    return status, body.decode("utf-8", "replace")
 
 
 def _closed() -> type[Exception]:
@@ -210,6 +229,32 @@ class Student:
             self.widgets[key] = (proto.id, proto)
             self.first_seen.setdefault(key, time.monotonic())
             self.fragments[key] = delta.fragment_id
+
+    def bell(self) -> dict | None:
+        """The class bell's data on this page (app/bell.py: path, code, token, known), or None."""
+        found = self.widgets.get("class_bell")
+        return json.loads(found[1].json) if found is not None else None
+
+    async def bell_wait(self, known: int, timeout: float = 60.0) -> int | None:
+        """What the bell's component does in a browser: wait on the bell from version `known`; the version it
+        answers (None: no bell on the page, or no answer)."""
+        data = self.bell()
+        if data is None:
+            return None
+        query = urllib.parse.urlencode({"code": data["code"], "token": data["token"], "known": known})
+        try:
+            status, body = await http_text(self.host, self.port, f"{data['path']}?{query}", self.cookies, timeout)
+        except (OSError, TimeoutError):
+            return None
+        return json.loads(body)["version"] if status == 200 else None
+
+    def ring(self, version: int):
+        """The WidgetState the bell's component sends when the class changed (its fragment then runs)."""
+        from streamlit.components.v2.bidi_component.constants import EVENT_DELIM
+        from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
+        WidgetState = _pb()[4]
+        trigger = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{self.widgets['class_bell'][0]}{EVENT_DELIM}events"
+        return WidgetState(id=trigger, json_trigger_value=json.dumps([{"event": "rang", "value": version}]))
 
     def translation(self) -> str | None:
         for path, block in self.blocks.items():

@@ -117,6 +117,15 @@ def test_two_classes_never_see_each_other(store):
         store.publish(b.code, a.secret, "overview", {})                     # a's secret does not lead b
 
 
+def test_a_class_bell_token_is_the_classes_own_and_a_guessed_code_has_none(store):
+    a, b = store.start("overview", {}), store.start("overview", {})
+    token = store.bell_token(a.code)
+    assert len(token) == 32 and token == store.bell_token(a.code) != store.bell_token(b.code)
+    assert a.secret not in token and token not in a.secret
+    with pytest.raises(ClassGone):
+        store.bell_token("ZZZZZZZZ" if a.code != "ZZZZZZZZ" else "YYYYYYYY")
+
+
 def test_a_class_without_its_teacher_for_hours_ends(store_and_clock):
     store, clock = store_and_clock
     c = store.start("overview", {})

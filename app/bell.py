@@ -1,0 +1,119 @@
+"""The class bell in the app: the route a follower's browser waits on, and the small component that waits.
+
+`streamlit run app/main.py` serves the app as an st.App (ASGI) with one route of ours, `/_class/bell`
+(serving/class_bell.py: answered when the class changes). In a follower's page, `listen` draws a component
+(components v2: JavaScript in the page) that keeps one such request open and, when it answers with a new
+version, triggers a run of the follower's check (app/classroom.py: the fragment it is drawn in), which applies
+the teacher's view at once. The check still runs by itself every few seconds (it says the student is there,
+and is the fallback where the bell cannot be reached).
+"""
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+
+import streamlit as st
+
+from app import resources
+from serving import class_store
+from serving.class_bell import GONE, Bell, Busy
+
+PATH = "/_class/bell"
+
+# One request at a time; a new version -> the trigger (a run of the fragment it is in). A failure waits a little
+# and asks again; 404 (no bell here) or 403 (not a member: the class ended) stop asking: the fragment's own timer
+# remains.
+JS = """
+export default function(component) {
+    const { data, setTriggerValue } = component;
+    const stop = new AbortController();
+    let known = data.known;
+    const pause = (ms) => new Promise((done) => setTimeout(done, ms));
+    const ask = async () => {
+        while (!stop.signal.aborted) {
+            try {
+                const url = `${data.path}?code=${encodeURIComponent(data.code)}&token=${data.token}&known=${known}`;
+                const answer = await fetch(url, { signal: stop.signal, cache: "no-store" });
+                if (answer.status === 404 || answer.status === 403) return;
+                if (!answer.ok) { await pause(2000); continue; }
+                const { version } = await answer.json();
+                if (version !== known) { known = version; setTriggerValue("rang", version); }
+            } catch (e) {
+                if (stop.signal.aborted) return;
+                await pause(2000);
+            }
+        }
+    };
+    ask();
+    return () => stop.abort();
+}
+"""
+
+_listener = st.components.v2.component("transformer_explained.class_bell", js=JS)
+
+
+def listen(code: str, token: str, known: int) -> None:
+    """In a follower's check (a fragment): wait on the class `code` (its bell token: ClassStore.bell_token)
+    from version `known`; the fragment runs again when it changes."""
+    ring_here(resources.class_store())
+    _listener(key="class_bell", data={"path": PATH, "code": code, "token": token, "known": known},
+              on_rang_change=lambda: None)
+
+
+_HERE: list[tuple[Bell, class_store.ClassStore]] = []   # the process's bell and its store, made by the first
+_MAKING = threading.Lock()                               # follower's run (which knows the store)
+
+
+def ring_here(store: class_store.ClassStore) -> None:
+    """The process's bell reads `store` from now on (the process's one store; a test's own)."""
+    with _MAKING:
+        if _HERE and _HERE[0][1] is store:
+            return
+
+        def read(code: str) -> int:
+            try:
+                return store.view(code).version
+            except class_store.ClassGone:
+                return GONE
+        _HERE[:] = [(Bell(read), store)]
+
+
+def _member(store: class_store.ClassStore, code: str, token: str) -> bool:
+    """Whether `token` is the class's bell token (False too when there is no such class)."""
+    try:
+        return secrets.compare_digest(store.bell_token(code), token)
+    except class_store.ClassGone:
+        return False
+
+
+async def answer(request):
+    """GET /_class/bell?code=CODE&token=TOKEN&known=VERSION: the class's version once it is not `known`."""
+    from starlette.responses import JSONResponse, Response
+    q = request.query_params
+    code, token = class_store.normalize_code(q.get("code", "")), q.get("token", "")
+    try:
+        known = int(q.get("known", ""))
+    except ValueError:
+        known = None
+    if code is None or known is None or not token:
+        return Response("a class code, its bell token and a version, please", status_code=400)
+    if not _HERE:                               # no follower's page has run in this process yet
+        return Response("not yet", status_code=503, headers={"Retry-After": "2"})
+    bell, store = _HERE[0]
+    try:
+        member = await asyncio.to_thread(_member, store, code, token)
+    except class_store.StoreDown:
+        return Response("the class store is out of reach", status_code=503, headers={"Retry-After": "2"})
+    if not member:                              # the same answer whether the class exists or not
+        return Response("not a member of this class", status_code=403)
+    try:
+        version = await bell.wait(code, known)
+    except Busy:
+        return Response("busy", status_code=503, headers={"Retry-After": "2"})
+    return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
+
+
+def routes() -> list:
+    from starlette.routing import Route
+    return [Route(PATH, answer, methods=["GET"])]
