@@ -33,6 +33,7 @@ COMMANDS: dict[str, Command] = {
     "heads": _command("heads", "every head's statistics over a set of sentences"),
     "attribution": _command("attribution", "what each generated token used, by every method"),
     "train": _command("train", "train a Transformer (CPU, CUDA, torchrun)", shortcut="model.train"),
+    "precision": _command("precision", "which int8 scheme a checkpoint may be served with (measured against fp32)"),
     "grow": _command("grow", "a deeper model from a trained one, to train on (new layers start near identity)"),
     "faithfulness": _command("faithfulness", "how faithful each attribution method is (deletion curves)",
                              shortcut="model.attribution.faithfulness"),

@@ -1,0 +1,62 @@
+"""int8 copies of a model (model/inference/precision.py) and the command that measures them (model.precision)."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from model.inference.precision import SCHEMES, Int8WeightLinear, linears, quantized
+from tests.support import random_batch, tiny_model
+
+
+def _logits(model, src):
+    tgt = src[:, :5]
+    with torch.inference_mode():
+        return model(src, tgt)
+
+
+def test_a_quantized_copy_leaves_the_model_untouched_and_stays_close():
+    model = tiny_model(seed=3).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    src = random_batch(40, [9, 7], seed=1)
+    want = _logits(model, src)
+    for scheme in SCHEMES:
+        got = _logits(quantized(model, scheme), src)
+        assert got.shape == want.shape
+        assert (got - want).abs().max() < 0.1 * want.abs().max(), scheme          # close, not equal
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_each_scheme_quantizes_the_linears_it_names_and_no_other():
+    model = tiny_model(seed=0).eval()
+    every = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    assert linears(model, "int8") == every and linears(model, "int8w") == every
+    ffn = linears(model, "int8-ffn1")
+    assert ffn and all(n.endswith(("w_1", "w_2")) for n in ffn)
+    q = quantized(model, "int8-ffn1")
+    still = {n for n, m in q.named_modules() if type(m) is nn.Linear}
+    assert still == set(every) - set(ffn)
+    w = quantized(model, "int8w")
+    assert {n for n, m in w.named_modules() if isinstance(m, Int8WeightLinear)} == set(every)
+
+
+def test_an_int8_weight_linear_is_within_its_rounding_of_the_fp32_one():
+    torch.manual_seed(0)
+    linear = nn.Linear(32, 48)
+    q = Int8WeightLinear(linear)
+    x = torch.randn(5, 3, 32)
+    bound = x.abs().sum(-1, keepdim=True) * q.scale / 2 + 1e-5                   # half a step per weight
+    assert ((q(x) - linear(x)).abs() <= bound).all()
+
+
+def test_an_unknown_scheme_is_refused():
+    with pytest.raises(ValueError, match="unknown precision"):
+        quantized(tiny_model(), "int4")
+
+
+def test_the_command_refuses_to_choose_on_a_test_set(capsys):
+    from model.commands import precision
+    with pytest.raises(SystemExit):
+        precision.main(["--checkpoint", "multi30k-en-de", "--set", "../shared/data/multi30k:test_2016_flickr",
+                        "--write"])
+    assert "not a test set" in capsys.readouterr().err
