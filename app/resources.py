@@ -88,12 +88,6 @@ def _configure_threads() -> bool:
     return True
 
 
-# A sentence's decoding, its traces and its figures live $TRANSFORMER_CACHE_MINUTES after they were made (then
-# are made again if still asked for): a process's memory follows what its students look at now, not the whole
-# lesson's sentences up to each cache's count (BENCHMARKS.md session 22: the lesson-long soak).
-_KEEP = config().cache_minutes * 60
-
-
 @st.cache_resource(show_spinner="Loading the model…", max_entries=24)   # bounded: students' lab models come and go
 def get_checkpoint(path: str) -> Checkpoint:
     _configure_threads()
@@ -103,7 +97,7 @@ def get_checkpoint(path: str) -> Checkpoint:
     return ckpt
 
 
-@st.cache_resource(show_spinner=False, max_entries=64, ttl=_KEEP)
+@st.cache_resource(show_spinner=False, max_entries=64)
 def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None,
                     recording: Recording = SCORES, knockout: frozenset[str] = frozenset()) -> Explanation:
     """The sentence's decoding and a trace recording what `recording` says; knockout: heads
@@ -122,7 +116,7 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
     return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
 
 
-@st.cache_resource(show_spinner=False, max_entries=64, ttl=_KEEP)
+@st.cache_resource(show_spinner=False, max_entries=64)
 def get_token_probabilities(path: str, text: str, opts: DecodeOptions,
                             knockout: frozenset[str] = frozenset()) -> ForcedResult:
     """Each token of the sentence's translation (then EOS): its probability and rank when the decoder is
@@ -131,7 +125,7 @@ def get_token_probabilities(path: str, text: str, opts: DecodeOptions,
     return token_probabilities(get_checkpoint(path), ex.source_ids, ex.result.tokens, knockout)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16, ttl=_KEEP)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recording) -> torch.Tensor:
     """(L, T, V): each decoder layer's next-token log-probabilities over the translation, read from its
     trace recorded with the stream (`recording`); the last layer's is the model's own distribution
@@ -153,7 +147,7 @@ def decode_batcher() -> Batcher:
     return Batcher(run, max_batch=most, window=0.02 if most > 1 else 0.0)
 
 
-@st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32, ttl=_KEEP)
+@st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)
 def get_knockout_effects(path: str, text: str, opts: DecodeOptions) -> dict[str, float]:
     """Every head's and every attention layer's effect on this sentence's translation."""
     ex = get_explanation(path, text, opts)
@@ -237,12 +231,12 @@ def compute_head_statistics(path: str, sentences: heads.SentenceSet,
     return stats
 
 
-@st.cache_resource(show_spinner=False, max_entries=32, ttl=_KEEP)
+@st.cache_resource(show_spinner=False, max_entries=32)
 def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
     return encoder_trace(get_checkpoint(path), list(texts))
 
 
-@st.cache_resource(show_spinner=False, max_entries=256, ttl=_KEEP)
+@st.cache_resource(show_spinner=False, max_entries=256)
 def get_figure(name: str, key: Hashable, display: Display, lang: str, _build: Callable[[], go.Figure]) -> go.Figure:
     """The figure `name` drawn from `key` (everything it depends on) on `display`, in the interface
     language `lang` (its titles and labels), built once per process and shared (st.plotly_chart

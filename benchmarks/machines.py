@@ -35,7 +35,7 @@ from benchmarks.class_follow import change
 from benchmarks.class_load import ROOT
 from benchmarks.common import machine
 from benchmarks.faults import answers_held, class_with_poll, end_class, figures, until_following
-from serving.launcher import COOKIE, _free_port
+from serving.launcher import COOKIE, free_port
 
 APP_PORT = 8501                      # every machine's first app process, on its own address
 
@@ -132,7 +132,7 @@ def school(ms: list[Machine], processes: int, log: Path, warmup: bool = True) ->
     `serving.launcher --apps-only`, and the front `serving.launcher --processes 0 --backend ...`."""
     from serving.launcher import healthy
     folder, password, rport, port = tempfile.mkdtemp(prefix="machines-redis-"), secrets.token_hex(16), \
-        _free_port(), _free_port()
+        free_port(), free_port()
     log.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
 

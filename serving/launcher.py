@@ -200,7 +200,7 @@ class Launcher:
                       "mode is off (Debian: apt-get install -y redis-server, or give --redis URL)",
                       file=sys.stderr, flush=True)
             return
-        port = _free_port()
+        port = free_port()
         folder = tempfile.mkdtemp(prefix="transformer-classes-")
         self.redis_command = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
                               "yes", "--appendfsync", "always", "--dir", folder, "--protected-mode", "yes"]
@@ -347,7 +347,8 @@ class Launcher:
                     proc.kill()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port free on loopback now (for a server of ours to bind)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

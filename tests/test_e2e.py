@@ -123,7 +123,7 @@ def go_to(page, title: str, slug: str) -> None:
             break
         except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the click once more
             continue
-    settle(page)
+    settle(page, started=True)
 
 
 def test_every_page_to_every_page_in_the_browser(server, browser):

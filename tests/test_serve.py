@@ -271,7 +271,7 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
     settle(teacher)
     assert teacher.locator(".st-key-translation").inner_text().startswith("(the translation is hidden")
     for i, s in enumerate(students):
-        s.wait_for_selector(".st-key-class-poll [data-testid='stButtonGroup']", timeout=10_000)
+        s.wait_for_selector(".st-key-class-poll [data-testid='stButtonGroup']", timeout=30_000)
         settle(s)
         assert "hidden while the class answers" in s.locator("body").inner_text()
         s.locator(".st-key-class-poll [data-testid='stButtonGroup'] button").nth(i).click()

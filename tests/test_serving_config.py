@@ -11,11 +11,6 @@ from serving.config import ServingConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_cache_lifetime_is_read_from_the_environment():
-    assert ServingConfig.from_env({}).cache_minutes == 5.0
-    assert ServingConfig.from_env({"TRANSFORMER_CACHE_MINUTES": "0.5"}).cache_minutes == 0.5
-
-
 def test_every_variable_read_is_in_the_modules_table_and_in_the_readme():
     read = set(re.findall(r'"(TRANSFORMER_[A-Z_]+)"', inspect.getsource(ServingConfig.from_env)))
     read |= {"TRANSFORMER_CHECKPOINTS"}                     # read by model/storage/places.py for it
