@@ -21,131 +21,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import time
-import urllib.parse
 
 from benchmarks.class_load import SENTENCES, cpu_seconds, pct, server_processes
-from serving.protocol import Student
-
-CODE = re.compile(r"\*\*Class ([A-Z0-9]{4})-([A-Z0-9]{4})\*\*")
-
-
-def params(query: str) -> dict[str, str]:
-    """A link's view: its parameters but the class's own (the code, a student's seat, a teacher's secret)."""
-    return {k: v for k, v in urllib.parse.parse_qsl(query) if k not in ("class", "seat", "teacher")}
-
-
-class Session:
-    """A Student whose timed fragments run as in a browser, one request at a time."""
-
-    def __init__(self, student: Student) -> None:
-        self.s = student
-        self.lock = asyncio.Lock()
-        self.errors: list[str] = []
-        self.stopped = False
-
-    async def run(self, kind: str, states: list = (), fragment: str = "") -> float:
-        async with self.lock:
-            run = await self.s.rerun(kind, states, fragment=fragment)
-        if not run.ok:
-            self.errors.append(f"{kind}: {run.error}")
-        return time.monotonic()
-
-    async def timers(self) -> None:
-        """The page's timed fragments and its class bell, as a browser runs them."""
-        await asyncio.gather(self._timed(), self._bell())
-
-    async def _bell(self) -> None:
-        """The class bell's component (app/bell.py): one request held open; a new version runs its fragment."""
-        known = None
-        while not self.stopped:
-            data = self.s.bell() if self.s.connected else None
-            if data is None:
-                await asyncio.sleep(0.1)
-                continue
-            known = data["known"] if known is None or data["known"] > known else known
-            version = await self.s.bell_wait(known, timeout=30)
-            if version is None:
-                await asyncio.sleep(2.0)
-            elif version != known and not self.stopped:
-                known = version
-                await self.run("bell", [self.s.ring(version)], fragment=self.s.fragments.get("class_bell", ""))
-
-    async def _timed(self) -> None:
-        due: dict[str, float] = {}
-        while not self.stopped:
-            if not self.s.connected:               # its process died: the page reconnects (benchmarks.faults)
-                await asyncio.sleep(0.1)
-                continue
-            now = time.monotonic()
-            for fid, every in list(self.s.auto_reruns.items()):
-                if now >= due.setdefault(fid, now + every):
-                    due[fid] = now + every
-                    await self.run("tick", fragment=fid)
-            await asyncio.sleep(0.05)
-
-
-async def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.02)
-    return False
-
-
-def caught_up(follower: Student, want: dict[str, str], since: float) -> float | None:
-    """When the follower's page first wrote the teacher's link after `since`. Read from the newest back to
-    `since`: over a lesson-long soak the history grows to thousands of links, checked every 20 ms."""
-    first = None
-    for t, q in reversed(follower.link_seen):
-        if t < since:
-            break
-        if params(q) == want:
-            first = t
-    return first
-
-
-async def open_class(url: str, students: int) -> tuple[Session, list[Session], list[asyncio.Task]]:
-    """A teacher who started a class on the step page, `students` followers who opened its join link, and
-    the tasks that run every session's timed fragments (stop them with .stopped = True)."""
-    teacher = Session(Student(url, {"text": SENTENCES[0]}, page="step"))
-    await teacher.s.open()
-    await teacher.run("first")
-    await teacher.run("start", [teacher.s.press("class-start")])
-    match = next((CODE.search(m) for m in teacher.s.markdown.values() if CODE.search(m)), None)
-    if match is None:
-        raise SystemExit("the teacher's page shows no class code: is class mode on?")
-    code = match[1] + match[2]
-    followers = [Session(Student(url, {"class": code})) for _ in range(students)]
-    await asyncio.gather(*(f.s.open() for f in followers))
-    await asyncio.gather(*(f.run("first") for f in followers))
-    tasks = [asyncio.create_task(x.timers()) for x in (teacher, *followers)]
-    return teacher, followers, tasks
-
-
-async def change(teacher: Session, followers: list[Session], label: str, sentence: str | None,
-                 timeout: float) -> tuple[list[float], int]:
-    """The teacher presses Next (or types `sentence`); seconds until each follower shows it, and how many
-    never did within `timeout`."""
-    states = [teacher.s.type("text", sentence)] if sentence else [teacher.s.press("next")]
-    fragment = "" if sentence else teacher.s.fragments.get("next", "")
-    done = await teacher.run(label, states, fragment=fragment)
-    want = params(teacher.s.link)
-    await wait_for(lambda: all(caught_up(f.s, want, done - 0.5) for f in followers), timeout)
-    latencies, missed = [], 0
-    for f in followers:
-        t = caught_up(f.s, want, done - 0.5)
-        if t is None:
-            missed += 1
-        else:
-            latencies.append(max(0.0, t - done))
-    return latencies, missed
+from serving.class_client import CODE, Session, caught_up, change, open_class, params, wait_for  # noqa: F401
 
 
 async def measure(args) -> dict:
-    teacher, followers, tasks = await open_class(args.url, args.students)
+    teacher, followers, tasks = await open_class(args.url, args.students, SENTENCES[0])
     await asyncio.sleep(3)
 
     latencies, missed = [], 0

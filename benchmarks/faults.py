@@ -36,9 +36,9 @@ from pathlib import Path
 import psutil
 
 from benchmarks.class_ab import start, stop
-from benchmarks.class_follow import Session, open_class, params
-from benchmarks.class_load import ROOT, SENTENCES, pct
+from benchmarks.class_load import ROOT, SENTENCES
 from benchmarks.common import machine
+from serving.class_client import answers_held, class_with_poll, end_class, figures, params_code, rejoin, until_following  # noqa: F401
 from serving.launcher import COOKIE
 
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -77,93 +77,9 @@ def redis_of(launcher: subprocess.Popen):
     return proc, redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
 
 
-def answers_held(r, code: str) -> int:
-    try:
-        return sum(r.hlen(k) for k in r.keys(f"tx:class:{code}:answers:*"))
-    except Exception:  # noqa: BLE001 - Redis down: nothing readable
-        return -1
-
-
-# ---- a class with an answered poll ----------------------------------------------------------------------------
-async def class_with_poll(url: str, students: int) -> tuple[Session, list[Session], list, str]:
-    teacher, followers, tasks = await open_class(url, students)
-    code = params_code(teacher)
-    await asyncio.sleep(2)
-    await teacher.run("ask", [teacher.s.press("class-ask-next-token")])
-    deadline = time.monotonic() + 30
-    while not all(any(k.startswith("poll-own-") for k in f.s.widgets) for f in followers):
-        if time.monotonic() > deadline:
-            raise SystemExit("the poll never showed on every follower")
-        await asyncio.sleep(0.1)
-    for n, f in enumerate(followers):
-        own = next(k for k in f.s.widgets if k.startswith("poll-own-"))
-        await f.run("type", [f.s.type(own, f"Wort{n}")])
-        send = next(k for k in f.s.widgets if k.startswith("poll-send-"))
-        await f.run("answer", [f.s.press(send)])
-    return teacher, followers, tasks, code
-
-
-def params_code(teacher: Session) -> str:
-    from benchmarks.class_follow import CODE
-    match = next(CODE.search(m) for m in teacher.s.markdown.values() if CODE.search(m))
-    return match[1] + match[2]
-
-
-async def until_following(teacher: Session, followers: list[Session], since: float, timeout: float,
-                          reconnect: bool = False) -> list[float | None]:
-    """The teacher presses Next every second (a new sentence every fifth) until every follower shows one of
-    the teacher's views made after `since`; followers whose websocket dropped reconnect first, as a browser
-    does. Seconds from `since` for each follower (None: never within `timeout`)."""
-    wants: list[dict[str, str]] = []
-    caught: dict[int, float] = {}
-    deadline, i = since + timeout, 0
-    while len(caught) < len(followers) and time.monotonic() < deadline:
-        if reconnect:
-            await asyncio.gather(*(rejoin(f) for f in followers if not f.s.connected), return_exceptions=True)
-        sentence = SENTENCES[2 + i // 5] if i % 5 == 0 else None
-        states = [teacher.s.type("text", sentence)] if sentence else [teacher.s.press("next")]
-        await teacher.run(f"after {i}", states, fragment="" if sentence else teacher.s.fragments.get("next", ""))
-        wants.append(params(teacher.s.link))
-        i += 1
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            for n, f in enumerate(followers):
-                if n not in caught:
-                    t = next((t for t, q in f.s.link_seen if t >= since and params(q) in wants), None)
-                    if t is not None:
-                        caught[n] = t - since
-            await asyncio.sleep(0.05)
-    return [caught.get(n) for n in range(len(followers))]
-
-
-async def rejoin(f: Session) -> None:
-    async with f.lock:
-        try:
-            await f.s.reconnect()
-        except Exception as exc:  # noqa: BLE001 - said, and tried again on the next round
-            f.errors.append(f"reconnect: {type(exc).__name__}: {exc}")
-            return
-        run = await f.s.rerun("rejoin")
-    if not run.ok:
-        f.errors.append(f"rejoin: {run.error}")
-
-
-async def end_class(teacher: Session, followers: list[Session], tasks: list) -> None:
-    for x in (teacher, *followers):
-        x.stopped = True
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.gather(*(x.s.close() for x in (teacher, *followers)), return_exceptions=True)
-
-
-def figures(seconds: list[float | None]) -> dict:
-    got = [s for s in seconds if s is not None]
-    return {"followers": len(seconds), "back": len(got), "p50_s": pct(got, 0.5), "p95_s": pct(got, 0.95),
-            "max_s": max(got, default=None)}
-
-
 # ---- the faults --------------------------------------------------------------------------------------------
 async def redis_fault(url: str, launcher: subprocess.Popen, students: int, timeout: float) -> dict:
-    teacher, followers, tasks, code = await class_with_poll(url, students)
+    teacher, followers, tasks, code = await class_with_poll(url, students, SENTENCES[0])
     proc, r = redis_of(launcher)
     before = answers_held(r, code)
     t0 = time.monotonic()
@@ -176,7 +92,7 @@ async def redis_fault(url: str, launcher: subprocess.Popen, students: int, timeo
                 back = time.monotonic() - t0
         except Exception:  # noqa: BLE001 - not yet restarted
             await asyncio.sleep(0.1)
-    seconds = await until_following(teacher, followers, t0, timeout)
+    seconds = await until_following(teacher, followers, t0, timeout, SENTENCES[2:])
     after = answers_held(r, code)
     poll_shown = sum(any(k.startswith("poll-change-") for k in f.s.widgets) for f in followers)
     await end_class(teacher, followers, tasks)
@@ -186,7 +102,7 @@ async def redis_fault(url: str, launcher: subprocess.Popen, students: int, timeo
 
 
 async def app_fault(url: str, launcher: subprocess.Popen, students: int, timeout: float) -> dict:
-    teacher, followers, tasks, code = await class_with_poll(url, students)
+    teacher, followers, tasks, code = await class_with_poll(url, students, SENTENCES[0])
     _, r = redis_of(launcher)
     before = answers_held(r, code)
     apps = backend_names(launcher)
@@ -197,7 +113,7 @@ async def app_fault(url: str, launcher: subprocess.Popen, students: int, timeout
     t0 = time.monotonic()
     victim.send_signal(signal.SIGKILL)
     await asyncio.sleep(0.2)
-    seconds = await until_following(teacher, followers, t0, timeout, reconnect=True)
+    seconds = await until_following(teacher, followers, t0, timeout, SENTENCES[2:], reconnect=True)
     moved_seconds = [s for f, s in zip(followers, seconds) if f in moved]
     shown = sum(any(k.startswith("poll-change-") for k in f.s.widgets) for f in moved)
     after = answers_held(r, code)

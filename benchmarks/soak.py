@@ -111,7 +111,7 @@ def process_stats() -> dict[str, dict[str, float]]:
 
 
 async def lesson(args) -> dict:
-    teacher, followers, tasks = await open_class(args.url, args.students)
+    teacher, followers, tasks = await open_class(args.url, args.students, SENTENCES[0])
     await asyncio.sleep(3)
     start = time.monotonic()
     until, next_sample = start + 60 * args.minutes, start

@@ -89,6 +89,10 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     first browser, a class's ~60 files per first visit come from HAProxy's memory instead
     of the app processes' Python (measured: 145 ms of app CPU per first visit saved).
 
+    Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
+    on another server at once: a killed process's students move within ~1.5 s (BENCHMARKS.md, session 22). A
+    check may take 5 s: a process busy with a heavy page is slow to answer, not down.
+
     max_sessions: at most this many requests (websockets included) per app process at
     once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
     504: unavailable_response() written to a file)."""
@@ -104,6 +108,7 @@ defaults
     option redispatch 1
     retries 2
     timeout connect 3s
+    timeout check 5s
     timeout client 1h
     timeout server 1h
     timeout tunnel 1h

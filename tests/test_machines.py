@@ -2,24 +2,26 @@
 own app process (`serving.launcher --apps-only`), one HAProxy (`--processes 0 --backend ...`) and one Redis with
 a password in front; a teacher on one machine, students on both, following and a poll working; one machine's
 processes killed: its students reconnect to the other and follow again, their answers kept
-(benchmarks/machines.py, which also gives the figures with 30 students)."""
+(serving/netns.py; benchmarks/machines.py gives the figures with 30 students)."""
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-from benchmarks import machines
+from serving import netns as machines
 
 WHY = machines.unavailable()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"two machines cannot be made here: {WHY}")
 
 STUDENTS = 6
+SENTENCES = ["A dog runs on the beach.", "Two men play football in the park.", "A girl reads a book.",
+             "An old man walks his dog.", "Children swim in a lake."]
 
 
 def test_a_class_spans_two_machines_and_survives_losing_one(tmp_path):
     with machines.machines(2) as ms, machines.school(ms, 1, tmp_path, warmup=False) as school:
-        got = asyncio.run(machines.lesson(school, STUDENTS))
+        got = asyncio.run(machines.lesson(school, STUDENTS, SENTENCES))
     print("two machines:", got)
     seats = got["followers_on"]
     assert sorted(seats) == ["remote1", "remote2"] and all(seats.values()), seats   # students on both
