@@ -256,15 +256,9 @@ class Launcher:
         in the one Redis of --redis."""
         self.address = _host_port(self.args.bind)[0]
         self.env["TRANSFORMER_PROXIED"] = "1"
-        for port in self.ports:
-            self.start_app(port)
-        self.wait_healthy()
-        print(f"app processes on {self.address}, ports {', '.join(map(str, self.ports))}, for the front machine's "
-              f"HAProxy (--backend {self.address}:{self.ports[0]} ...); classes in {self.args.redis}",
-              file=sys.stderr, flush=True)
-        if self.args.warmup:
-            for port in self.ports:
-                self.warm_in_background(port)
+        self.serve_local(f"app processes on {self.address}, ports {', '.join(map(str, self.ports))}, for the front "
+                         f"machine's HAProxy (--backend {self.address}:{self.ports[0]} ...); classes in the Redis "
+                         f"of --redis")
 
     def start_direct(self) -> None:
         """No HAProxy (not installed, e.g. an offline school machine, or --no-proxy): one app process
@@ -274,13 +268,19 @@ class Launcher:
         host, port = _host_port(self.args.bind)
         reason = "--no-proxy" if self.args.no_proxy else "HAProxy is not installed"
         self.address, self.ports = host, [port]
-        self.start_app(port)
+        self.serve_local(f"serving on http://{self.args.bind} with one app process ({reason}: one core serves the "
+                         f"class; for a larger class, install HAProxy (Debian: apt-get install -y haproxy) and start "
+                         f"again)")
+
+    def serve_local(self, said: str) -> None:
+        """This machine's app processes started, healthy, `said`, then warmed up in the background."""
+        for port in self.ports:
+            self.start_app(port)
         self.wait_healthy()
-        print(f"serving on http://{self.args.bind} with one app process ({reason}: one core serves the class; "
-              f"for a larger class, install HAProxy (Debian: apt-get install -y haproxy) and start again)",
-              file=sys.stderr, flush=True)
+        print(said, file=sys.stderr, flush=True)
         if self.args.warmup:
-            self.warm_in_background(port)
+            for port in self.ports:
+                self.warm_in_background(port)
 
     def warm_in_background(self, port: int) -> threading.Thread:
         """Warm the process on `port` up once it is healthy; students may already arrive meanwhile
