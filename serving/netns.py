@@ -152,7 +152,7 @@ def school(ms: list[Machine], processes: int, log: Path, warmup: bool = True) ->
             _wait(lambda: all((log / f"{m.name}.log").read_text().count("warmed up") >= processes for m in ms),
                   240, "the app machines' warm-up", procs)
         _wait(lambda: healthy(port), 60, "the front (HAProxy)", procs)
-        time.sleep(4.5)                              # HAProxy's first health checks ("rise 2", every 2 s)
+        time.sleep(2.5)                              # HAProxy's first health checks ("rise 2", every 1 s)
         yield School(f"http://127.0.0.1:{port}", url.format(host="127.0.0.1"), ms, procs)
     finally:
         for p in procs:
@@ -160,7 +160,7 @@ def school(ms: list[Machine], processes: int, log: Path, warmup: bool = True) ->
                 os.killpg(p.pid, signal.SIGTERM)
         for p in procs:
             try:
-                p.wait(10)
+                p.wait(3)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGKILL)
