@@ -4,8 +4,8 @@ The teacher presses "Start a class" in the sidebar: a code, a join link (`?class
 code to project, and a teacher link (with the secret) to keep. At the end of every teacher run the
 page and its link parameters (exactly what app/links.py writes into the address bar) are published.
 A student who opens the join link, or types the code, follows: a small fragment checks the class
-when the class bell rings (app/bell.py: the browser is told when the class changes) and every
-FOLLOW_SECONDS anyway; a newer view is applied at the start of the next run (every linked setting
+every FOLLOW_SECONDS (the class bell, app/bell.py, is built but not switched on: see BENCHMARKS.md session
+22); a newer view is applied at the start of the next run (every linked setting
 set to the teacher's value or its default, the decoding step, the page) and the whole page reruns.
 A student who changes anything themselves has left (said, with "Follow the teacher again").
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from app import bell, lab_models, limits, links, resources, state
+from app import lab_models, limits, links, resources, state
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
@@ -33,8 +33,7 @@ from serving.class_store import ClassGone, NotTeacher, Poll, StoreDown, View
 
 CLASS, TEACHER, SEAT = links.CLASS, links.TEACHER, links.SEAT   # link parameters: the join code; the teacher's
 SEAT_ID = re.compile(r"[0-9a-f]{12}")                           # secret; a student's anonymous id (its seat)
-FOLLOW_SECONDS = 2.0                         # how often a follower's page checks its class unasked (the bell
-                                             # rings at once; this says the student is there, and is its fallback)
+FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
 TEACHER_SECONDS = 2.0                        # how often the teacher's sidebar counts followers
 CHECK_IN_SECONDS = 3.0                       # how often a follower says it is there
 
@@ -148,7 +147,7 @@ def apply_pending(site: Site) -> str | None:
 
 
 def _watch(m: Membership) -> None:
-    """A follower's check (the bell rang, or FOLLOW_SECONDS passed): a newer view reruns the whole page."""
+    """A follower's check (every FOLLOW_SECONDS): a newer view reruns the whole page."""
     s = store()
     try:
         now = time.monotonic()
@@ -326,11 +325,8 @@ def _student_panel(m: Membership) -> None:
 
 @fragment(run_every=FOLLOW_SECONDS)
 def follower_tick(m: Membership) -> None:
-    """Drawn once per run (in the main area, app/polls.py): a follower's check of the class, and the bell
-    that runs it again as soon as the class changes."""
+    """Drawn once per run (in the main area, app/polls.py): a follower's check of the class."""
     _watch(m)
-    if m.bell:
-        bell.listen(m.code, m.bell, m.seen)
 
 
 def join_banner() -> None:
