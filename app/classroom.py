@@ -46,8 +46,6 @@ class Membership:
     student: str = field(default_factory=lambda: secrets.token_hex(6))
     following: bool = True
     applied: int = 0                         # the class view's version applied last
-    seen: int = 0                            # the class view's version the last check saw
-    bell: str = ""                           # the class's bell token (app/bell.py), a student's
     pending: View | None = None              # to apply at the start of the next run
     baseline: tuple | None = None            # (page, params) of the view applied last
     checked_in: float = 0.0
@@ -98,10 +96,6 @@ def join(code_text: str, secret: str | None = None, seat: str | None = None) -> 
     except StoreDown:
         return _("The class server cannot be reached right now; try again in a minute.")
     m = Membership(code, secret)
-    try:
-        m.bell = s.bell_token(code)
-    except (ClassGone, StoreDown):             # just read: the bell stays silent, the check still runs
-        pass
     if not m.teacher and seat is not None and SEAT_ID.fullmatch(seat):
         m.student = seat
     if not m.teacher:
@@ -163,7 +157,6 @@ def _watch(m: Membership) -> None:
             m.trouble = N_("The class cannot be reached right now: you are on your own until it is back.")
             st.rerun(scope="app")
         return
-    m.seen = view.version
     if m.trouble is not None:                # back: the notice goes, following resumes below
         m.trouble = None
         st.rerun(scope="app")
