@@ -38,13 +38,11 @@ def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
     return root
 
 
-
-
-
-
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium, headless, driven by Playwright (never `playwright install`)."""
+    """Debian's Chromium, headless, driven by Playwright (never `playwright install`). Per module: while
+    Playwright's sync API is open, its event loop runs in this thread, and the tests that drive the app
+    over its protocol (asyncio.run) cannot run."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=[
@@ -54,9 +52,20 @@ def browser():
         b.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(autouse=True)
+def _close_pages(request):
+    """After a browser test, its pages are closed: an open page keeps a session of the app it shares with
+    the next tests running (and its script runs, timers and fragments using the cores)."""
+    yield
+    if "browser" in request.fixturenames:
+        for context in request.getfixturevalue("browser").contexts:
+            context.close()
+
+
+@pytest.fixture(scope="session")
 def shipped_server():
-    """The app on the shipped checkpoints (its real pictures), for the browser tests that measure a page."""
+    """The app on the shipped checkpoints (its real pictures), for the browser tests that look at a page:
+    one per worker, shared by the test modules (each test on pages of its own)."""
     from tests.support import ROOT, app_server
     if not (ROOT / "checkpoints" / "multi30k-en-de" / "config.json").is_file():
         pytest.skip("the shipped checkpoints are not here")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import math
 import os
 import random
 import re
@@ -120,6 +121,14 @@ def tour(nodes: list[str], start: str) -> list[str]:
     return walk[::-1]
 
 
+def round_of(nodes: list[str], start: str, stride: int = 5) -> list[str]:
+    """A walk from `start` round all nodes and back, each move `stride` places on: every node entered and
+    left once, from and to nodes that are not its neighbours in the list (`stride` prime to len(nodes))."""
+    n, at = len(nodes), nodes.index(start)
+    assert math.gcd(stride, n) == 1, (stride, n)
+    return [nodes[(at + stride * k) % n] for k in range(n + 1)]
+
+
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -156,6 +165,18 @@ def settle(page, timeout: float = 60_000, started: bool = False) -> None:
     page.wait_for_timeout(150)
 
 
+def go_to(page, title: str, slug: str) -> None:
+    """Click a page in the menu and wait for it; click again if a busy page let the click pass."""
+    for _ in range(2):
+        page.locator("[data-testid='stSidebarNavLink']", has_text=title).click()
+        try:
+            page.wait_for_selector(f".st-key-page-{slug}", timeout=20_000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the click once more
+            continue
+    settle(page, started=True)
+
+
 def no_errors(page) -> None:
     assert page.locator("[data-testid='stException']").count() == 0
     assert "Traceback" not in page.content()
@@ -166,9 +187,23 @@ def open_page(browser, url: str, selector: str, height: int = 1100):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": height})
     page.goto(url)
-    page.wait_for_selector(selector, timeout=90_000)
+    wait_drawn(page, selector)
     settle(page)
     return page
+
+
+def wait_drawn(page, selector: str, timeout: float = 90_000) -> None:
+    """Wait until `selector` is visible; if it never is, fail with what the page shows instead (its words,
+    and a screenshot in test-artifacts/not-drawn.png), not a bare timeout."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        page.wait_for_selector(selector, timeout=timeout)
+    except PlaywrightTimeout:
+        page.screenshot(path=str(ARTIFACTS / "not-drawn.png"), full_page=True)
+        words = " ".join(page.inner_text("body").split())[:800]
+        state = page.get_attribute("[data-testid='stApp']", "data-test-script-state")
+        raise AssertionError(f"{selector} not drawn on {page.url} within {timeout / 1000:.0f} s "
+                             f"(script {state}); the page shows: {words}") from None
 
 
 def choose(page, key: str, option: str) -> None:

@@ -14,10 +14,10 @@ from tests.support import (
     ARTIFACTS,
     CHROMIUM,
     ROOT,
-    app_server,
     axe,
     choose,
     english_sentences,
+    go_to,
     no_errors,
     open_page,
     settle,
@@ -30,27 +30,10 @@ pytestmark = [pytest.mark.e2e,
                                  "(apt-get install -y chromium)")]
 
 
-def shipped_or_tiny(app_checkpoints: Path) -> Path:
-    """The shipped checkpoints when there are any (real translations in the screenshots)."""
-    shipped = ROOT / "checkpoints"
-    return shipped if (shipped / "multi30k-en-de" / "config.json").is_file() else app_checkpoints
-
-
-
-
-
-
-@pytest.fixture(scope="module")
-def server(app_checkpoints):
-    root = shipped_or_tiny(app_checkpoints)
-    with app_server(root) as url:
-        yield url, root
-
-
-
-
-
-
+@pytest.fixture
+def server(shipped_server):
+    """The app on the shipped checkpoints (tests/conftest.py): real translations in the screenshots."""
+    return shipped_server, ROOT / "checkpoints"
 
 
 def open_app(browser, url: str):
@@ -114,23 +97,12 @@ def test_markup_is_not_executed(server, browser):
 
 
 
-def go_to(page, title: str, slug: str) -> None:
-    """Click a page in the menu and wait for it; click again if a busy page let the click pass."""
-    for _ in range(2):
-        page.locator("[data-testid='stSidebarNavLink']", has_text=title).click()
-        try:
-            page.wait_for_selector(f".st-key-page-{slug}", timeout=20_000)
-            break
-        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the click once more
-            continue
-    settle(page, started=True)
-
-
-def test_every_page_to_every_page_in_the_browser(server, browser):
-    """Issue 12's regression: a typed sentence, layer 1 / head 2 and step 2 survive each
-    of the moves between every two pages, clicked in the page menu."""
+def test_every_page_from_another_in_the_browser(server, browser):
+    """Issue 12's regression: a typed sentence, layer 1 / head 2 and step 2 survive the moves between
+    the pages, clicked in the page menu: a round of all pages, each entered from one five places before
+    it in the menu (every ordered pair of pages is walked in tests/test_pages.py, on the app's own runs)."""
     from app.pages import BY_SLUG, PAGES
-    from tests.support import LAYER_PAGES, tour
+    from tests.support import LAYER_PAGES, round_of
 
     page = open_app(browser, server[0])
     titles = {p.slug: p.title for p in PAGES}
@@ -146,7 +118,7 @@ def test_every_page_to_every_page_in_the_browser(server, browser):
         page.locator(".st-key-next button").first.click()
         settle(page)
     translation = page.locator(".st-key-translation h3").first.inner_text().strip()
-    route = tour(list(titles), "step")
+    route = round_of(list(titles), "step")
     for a, b in zip(route, route[1:]):
         where = f"after {a} -> {b}"
         go_to(page, titles[b], b)
