@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import io
 import json
 import os
 import subprocess
 import sys
+import warnings
+from unittest import mock
 
 import pytest
 
@@ -19,12 +24,23 @@ def ckpt_dir(tokenizer, tmp_path_factory):
     return path
 
 
-ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-
 def run(module: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, text=True,
-                          cwd=ROOT, timeout=120, env=ONE_THREAD)
+    """`python -m module args` as its user runs it, in this process: the command's main(argv) with standard
+    input, output and error of its own, its warnings written to that error as Python writes them, its exit
+    code (a process per call would cost a second of imports; `test_python_m_runs_each_command` runs them as
+    processes)."""
+    from model.commands.registry import COMMANDS
+    main = importlib.import_module(next(c.module for c in COMMANDS.values() if c.shortcut == module)).main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            mock.patch.object(sys, "stdin", io.StringIO(stdin)), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            code = main(list(args)) or 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    said = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue() + said)
 
 
 def test_translate_keeps_one_line_per_line(ckpt_dir):
@@ -135,10 +151,27 @@ def test_evaluate_scores_each_sentence_once_against_all_its_references(ckpt_dir,
 @pytest.mark.parametrize("module", ["model.translate", "model.trace", "model.evaluate", "model.tune", "model.convert",
                                     "train"])
 def test_help_explains(module):
-    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=ROOT,
-                          timeout=60)
+    done = run(module, "--help") if module != "train" else _process("train", "--help")
     assert done.returncode == 0 and "usage:" in done.stdout
     assert "python " in done.stdout.split("usage:", 1)[1]          # the description shows an example
+
+
+def _process(module: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_python_m_runs_each_command(ckpt_dir):
+    """The documented `python -m model.NAME` shortcuts, as processes: a translation on standard output, the
+    same as in this process; a refusal in one line on standard error with exit code 2."""
+    done = _process("model.translate", "--checkpoint", str(ckpt_dir), "--no-progress", stdin="the dog runs\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run("model.translate", "--checkpoint", str(ckpt_dir), "--no-progress",
+                              stdin="the dog runs\n").stdout
+    refused = _process("model.trace", "--checkpoint", str(ckpt_dir), "--text", "", "--out", "-")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1 and "empty" in refused.stderr
+    for module in ("model.evaluate", "model.tune", "model.convert"):
+        assert _process(module, "--help").returncode == 0, module
 
 
 def _shape(x) -> tuple:
