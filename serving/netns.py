@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,15 @@ class School:
         return redis.Redis.from_url(self.redis_url, socket_timeout=1, decode_responses=True)
 
 
+def _served_by(port: int) -> str:
+    """Which app machine the front sends a new browser (no cookie) to: its X-Served-By."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5) as r:
+            return r.headers.get("X-Served-By", "")
+    except OSError:
+        return ""
+
+
 def _wait(check, timeout: float, what: str, procs: list[subprocess.Popen]) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -152,7 +162,9 @@ def school(ms: list[Machine], processes: int, log: Path, warmup: bool = True) ->
             _wait(lambda: all((log / f"{m.name}.log").read_text().count("warmed up") >= processes for m in ms),
                   240, "the app machines' warm-up", procs)
         _wait(lambda: healthy(port), 60, "the front (HAProxy)", procs)
-        time.sleep(2.5)                              # HAProxy's first health checks ("rise 2", every 1 s)
+        answered: set[str] = set()                   # HAProxy's checks pass for every machine: it sends to all
+        _wait(lambda: answered.update([_served_by(port)]) or answered >= {m.backend for m in ms}, 60,
+              "the front's first health checks", procs)
         yield School(f"http://127.0.0.1:{port}", url.format(host="127.0.0.1"), ms, procs)
     finally:
         for p in procs:

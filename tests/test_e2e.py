@@ -357,6 +357,7 @@ def test_the_heads_chart_switches_heads_in_the_browser_and_the_server_follows(se
     import statistics
     page = open_app(browser, server[0])
     chart = ".st-key-single .js-plotly-plot"
+    page.wait_for_selector(f"{chart} .main-svg", state="attached", timeout=60_000)      # drawn after the first
     labels = page.evaluate(f"document.querySelector('{chart}').layout.updatemenus[0].buttons.map(b => b.label)")
     pairs = [tuple(int(n) for n in re.findall(r"\d+", label)) for label in labels]     # (layer, head) per button
     n_heads = max(h for _, h in pairs) + 1
