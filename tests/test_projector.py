@@ -44,6 +44,24 @@ MEASURE = """() => {
 }"""
 
 
+# Where every chart and the page's width are: unchanged over two looks 150 ms apart, the layout is done.
+BOXES = """() => JSON.stringify([document.documentElement.scrollWidth,
+  ...[...document.querySelectorAll('.js-plotly-plot .main-svg')].map(e => { const r = e.getBoundingClientRect();
+     return [r.x, r.y, r.width, r.height]; })])"""
+
+
+def laid_out(page, most_ms: int = 3000) -> None:
+    """Wait until the page's layout (its charts' boxes, its width) stops changing, at most `most_ms`."""
+    page.wait_for_timeout(150)
+    last = page.evaluate(BOXES)
+    for _ in range(most_ms // 150):
+        page.wait_for_timeout(150)
+        now = page.evaluate(BOXES)
+        if now == last:
+            return
+        last = now
+
+
 def _url(base: str, slug: str, first: str) -> str:
     # the first page lives at "/", where an old-style link with settings opens the explorer: name it
     return f"{base}/?view={slug}&projector=1" if slug == first else f"{base}/{slug}?projector=1"
@@ -83,13 +101,13 @@ def test_projector_mode_shows_every_pages_picture_first(shipped_server, browser)
         if p.slug not in NO_CHART:
             page.wait_for_selector(".js-plotly-plot .main-svg", state="attached", timeout=90_000)
         settle(page)
-        page.wait_for_timeout(300)          # the charts' own layout pass
+        laid_out(page)                      # the charts' own layout pass
         no_errors(page)
         wrong = _measure(page, p.slug, SIZES[0])
         axe(page, p.slug, counts, violations)         # on the compact layout (with axe-core installed)
         for size in SIZES[1:]:
             page.set_viewport_size(dict(zip(("width", "height"), size, strict=True)))
-            page.wait_for_timeout(700)      # the page and its charts laid out again
+            laid_out(page)                  # the page and its charts laid out again
             wrong += _measure(page, p.slug, size)
         if wrong:
             problems[p.slug] = wrong
