@@ -136,13 +136,15 @@ def test_every_page_from_another_in_the_browser(server, browser):
 
 
 def test_an_old_view_link_opens_its_page_at_its_path(server, browser):
+    from playwright.sync_api import expect
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     page.goto(f"{server[0]}/?view=masks&text=A+dog+runs+on+the+beach.&layer=1&mask_kind=cross")
     page.wait_for_selector(".st-key-page-masks", timeout=90_000)
     settle(page)
     no_errors(page)
     assert "/masks?" in page.url and "view=" not in page.url and "layer=1" in page.url
-    assert page.get_by_label("Sentence to translate", exact=False).input_value() == "A dog runs on the beach."
+    expect(page.get_by_label("Sentence to translate", exact=False)).to_have_value("A dog runs on the beach.",
+                                                                                 timeout=10_000)
     assert shown_value(page, "layer") == "1"
 
 
