@@ -11,7 +11,19 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.common import COLORSCALE, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, customdata, hover, label, labels
+from figures.common import (
+    COLORSCALE,
+    MARGIN,
+    SEQUENTIAL,
+    STATUS_COLORS,
+    axis,
+    customdata,
+    from_spec,
+    hover,
+    label,
+    labels,
+    scale,
+)
 from i18n import _
 
 
@@ -37,7 +49,8 @@ def attention_heatmap(
     trace = dict(type="heatmap", z=matrix, x=list(range(len(cols))), y=list(range(len(rows))),
                  customdata=customdata(rows, cols), hovertemplate=hover(row_title, col_title),
                  zmin=0, zmax=zmax, colorbar=dict(thickness=12),
-                 **({"colorscale": colorscale} if colorscale else {"colorscale": COLORSCALE, "meta": SEQUENTIAL}))
+                 **({"colorscale": scale(colorscale)} if colorscale else {"colorscale": scale(COLORSCALE),
+                                                                           "meta": SEQUENTIAL}))
     size = max(len(rows), len(cols))
     layout = dict(title=dict(text=title), xaxis=dict(axis(cols, col_title), tickangle=-60),
                   yaxis=axis(rows, row_title, reverse=True),
@@ -46,7 +59,7 @@ def attention_heatmap(
         layout["shapes"] = [dict(type="rect", x0=-0.5, x1=len(cols) - 0.5, y0=highlight_row - 0.5,
                                  y1=highlight_row + 0.5, line=dict(color=STATUS_COLORS["chosen"], width=3))]
     # One validation of plain dicts: ~5x cheaper than go.Heatmap + update_layout + add_shape (same figure).
-    return go.Figure(dict(data=[trace], layout=layout))
+    return from_spec([trace], layout)
 
 
 def attention_heads(
@@ -84,11 +97,11 @@ def attention_heads(
                for k in range(len(heads))]
     size = max(tq, tk)
     layout = dict(title=dict(text=names[chosen]), meta=SEQUENTIAL,
-                  xaxis=dict(type="category", tickmode="array", tickvals=x, ticktext=c, title=col_title,
+                  xaxis=dict(type="category", tickmode="array", tickvals=x, ticktext=c, title=dict(text=col_title),
                              tickangle=-60, showgrid=False),
-                  yaxis=dict(type="category", tickmode="array", tickvals=y, ticktext=r, title=row_title,
+                  yaxis=dict(type="category", tickmode="array", tickvals=y, ticktext=r, title=dict(text=row_title),
                              autorange="reversed", showgrid=False),
-                  coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(thickness=12)),
+                  coloraxis=dict(colorscale=scale(COLORSCALE), cmin=0, cmax=1, colorbar=dict(thickness=12)),
                   updatemenus=[dict(type="dropdown", active=chosen, buttons=buttons, x=1.0, xanchor="right",
                                     y=1.02, yanchor="bottom", showactive=True, pad=dict(t=0, b=0))],
                   modebar=dict(orientation="v"),       # down the right edge: across the top it would cover the menu
@@ -96,7 +109,7 @@ def attention_heads(
     if highlight_row is not None:
         layout["shapes"] = [dict(type="rect", x0=-0.5, x1=tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                                  line=dict(color=STATUS_COLORS["chosen"], width=3))]
-    return go.Figure(dict(data=traces, layout=layout))
+    return from_spec(traces, layout)
 
 
 def attention_grid(
@@ -131,12 +144,12 @@ def attention_grid(
     layout.update(
         title=dict(text=title),
         meta=SEQUENTIAL,
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=1, colorbar=dict(thickness=12)),
+        coloraxis=dict(colorscale=scale(COLORSCALE), cmin=0, cmax=1, colorbar=dict(thickness=12)),
         height=110 + 105 * n_r if n_c > 4 else 110 + 160 * n_r,
         margin=dict(l=10, r=30, t=70, b=10),
     )
     # One validation of plain dicts: make_subplots and update_*axes cost ~6x more for 24 cells.
-    return go.Figure(dict(data=traces, layout=layout))
+    return from_spec(traces, layout)
 
 
 def _axis_ref(letter: str, k: int) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.common import COLORSCALE, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, customdata, labels
+from figures.common import COLORSCALE, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, customdata, from_spec, labels, scale
 from i18n import _
 
 PREFIX_MARK = "↳ "        # marks the prefix's columns (the output so far) apart from the source's
@@ -34,7 +34,7 @@ def attribution_heatmap(source: np.ndarray, prefix: np.ndarray, source_tokens: S
                  customdata=customdata(generated_tokens, cols),
                  hovertemplate=_("generated: %{customdata[0]}<br>input: %{customdata[1]}<br>share: %{z:.3f}"
                                  "<extra></extra>"),
-                 zmin=0, zmax=1, colorscale=COLORSCALE, meta=SEQUENTIAL, colorbar=dict(thickness=12))
+                 zmin=0, zmax=1, colorscale=scale(COLORSCALE), meta=SEQUENTIAL, colorbar=dict(thickness=12))
     shapes = [dict(type="line", x0=s - 0.5, x1=s - 0.5, y0=-0.5, y1=t - 0.5, line=dict(color="#333", width=2))]
     if highlight_row is not None:
         shapes.append(dict(type="rect", x0=-0.5, x1=len(cols) - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
@@ -42,7 +42,7 @@ def attribution_heatmap(source: np.ndarray, prefix: np.ndarray, source_tokens: S
     layout = dict(title=dict(text=title), xaxis=dict(axis(cols, _("source  |  output so far (↳)")), tickangle=-60),
                   yaxis=axis(generated_tokens, _("generated token"), reverse=True), shapes=shapes,
                   height=min(900, 200 + 24 * max(t, 8)), margin=MARGIN)
-    return go.Figure(dict(data=[trace], layout=layout))
+    return from_spec([trace], layout)
 
 
 def source_share_bars(generated_tokens: Sequence[str], shares: Mapping[str, np.ndarray], title: str = "") -> go.Figure:

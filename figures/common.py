@@ -11,10 +11,12 @@ the layout for a shared colour axis).
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from i18n import _, marks
@@ -29,6 +31,18 @@ STATUS_COLORS = {"kept": "#0072B2", "finished": "#009E73", "pruned": "#999999", 
 SEQUENTIAL = "sequential"   # marks what the display's sequential colour scale colours
 FOLLOWS_FONT = "follows-font"   # an annotation's name: its size moves with the display's font size
 BASE_FONT = 12
+
+
+VALIDATE = "TRANSFORMER_VALIDATE_FIGURES"     # set (not "0"): figures from plain dicts validated too (the tests)
+
+
+def from_spec(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain dicts, as plotly.js reads them, without plotly.py's property validation: the
+    costliest part of building a big figure (every head of a sentence: ~5x, BENCHMARKS.md session 23), and
+    the builders' dicts are fixed by their code. With TRANSFORMER_VALIDATE_FIGURES set (tests/conftest.py
+    sets it for the whole suite) every property is validated, so a wrong one still fails a test."""
+    checked = os.environ.get(VALIDATE, "0") not in ("", "0")
+    return go.Figure(dict(data=data, layout=layout), _validate=checked)
 
 
 @dataclass(frozen=True)
@@ -60,10 +74,17 @@ class Display:
                     note.font.size += delta
         for trace in fig.data:
             if trace.meta == SEQUENTIAL:
-                trace.colorscale = self.sequential
+                trace.colorscale = scale(self.sequential)
         if fig.layout.meta == SEQUENTIAL:
-            fig.layout.coloraxis.colorscale = self.sequential
+            fig.layout.coloraxis.colorscale = scale(self.sequential)
         return fig
+
+
+def scale(colours: str | Sequence) -> list[list]:
+    """A colour scale (a name, or [position, colour] pairs) as the pairs plotly's validation makes of it
+    (plotly.js has scales of the same names that differ: a figure from plain dicts names none)."""
+    pairs = plotly.colors.get_colorscale(colours) if isinstance(colours, str) else colours
+    return [[float(at), colour] for at, colour in pairs]
 
 
 def label(token: str) -> str:
@@ -80,7 +101,7 @@ def axis(tokens: Sequence[str], title: str | None = None, reverse: bool = False)
     ax = dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=labels(tokens), showgrid=False,
               zeroline=False)
     if title:
-        ax["title"] = title
+        ax["title"] = dict(text=title)
     if reverse:
         ax["autorange"] = "reversed"
     return ax

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.common import FOLLOWS_FONT, STATUS_COLORS
+from figures.common import FOLLOWS_FONT, STATUS_COLORS, from_spec, scale
 from i18n import N_, _
 from model.network import names
 from model.network.config import ModelConfig
@@ -94,7 +94,7 @@ def _strip(block: Block, values: np.ndarray, width: float = STRIP) -> dict:
     limit = float(np.abs(values).max()) or 1.0
     attention = block.colour == "attn"
     return dict(type="heatmap", z=values, x0=left + dx / 2, dx=dx, y0=block.y, dy=HEIGHT * 0.55, showscale=False,
-                colorscale="Blues" if attention else "RdBu", zmid=None if attention else 0,
+                colorscale=scale("Blues" if attention else "RdBu"), zmid=None if attention else 0,
                 zmin=0 if attention else -limit, zmax=limit, hoverinfo="skip")
 
 
@@ -142,12 +142,12 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                        hovertext=[_("{block}: click for details").format(block=b.label) for b in items],
                        hoverinfo="text", showlegend=False))
     height = height or (960 if large else 720)      # a projector's 720-px screen asks for less
-    layout = dict(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+    layout = dict(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                   dragmode=False, clickmode="event+select", showlegend=False,
                   shapes=shapes, annotations=notes,
                   xaxis=dict(visible=False, range=[-0.6, 10.2], fixedrange=True),
                   yaxis=dict(visible=False, range=[0.3, 12.4], fixedrange=True))
-    return go.Figure(dict(data=traces, layout=layout))
+    return from_spec(traces, layout)
 
 
 def _arrows(items: Sequence[Block]) -> list[dict]:

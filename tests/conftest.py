@@ -1,6 +1,7 @@
 """Shared fixtures: tiny models and tokenizers made on the spot (no data needed)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -9,11 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
+from figures.common import VALIDATE
 from model.network.tokenizer import Tokenizer
 from serving.class_store import RedisStore
 from tests.support import CHROMIUM, free_port, sentences, tiny_model
 
 REDIS = shutil.which("redis-server")
+
+# Every figure built from plain dicts validated by plotly (figures/common.py: a server skips it), app servers
+# started by the tests too: a wrong property fails here.
+os.environ.setdefault(VALIDATE, "1")
 
 # Tiny models gain nothing from threads, and one thread keeps a shared 2-core machine usable.
 torch.set_num_threads(1)

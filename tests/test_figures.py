@@ -214,3 +214,45 @@ def test_the_heads_chart_is_described_by_the_head_it_shows():
     attn[0, 0, 0, 2] = 0.5
     said = describe.summary(figures.attention_heads(attn, ["a", "b", "c"], ["x", "y", "z"], layer=1, head=1))
     assert "a heatmap of 3 rows" in said and "0.9" in said and "row c, column x" in said
+
+
+def _builders() -> dict:
+    """Each figure built from plain dicts (figures.common.from_spec), with a display applied after it."""
+    from figures import diagram
+    from model.network.config import preset
+    rng = np.random.default_rng(3)
+    attn = rng.random((2, 3, 4, 5))
+    attn /= attn.sum(-1, keepdims=True)
+    rows, cols = ["a", "b<", "c", "a"], ["x", "y", "z", "&", "</s>"]
+    source, prefix = rng.random((3, 4)), rng.random((3, 3))
+    cfg = preset("tiny", src_vocab_size=40, tgt_vocab_size=40)
+    blocks = diagram.blocks(cfg)
+    return {
+        "heatmap": lambda: figures.attention_heatmap(attn[0, 0], rows, cols, title="t", highlight_row=1),
+        "heads": lambda: figures.attention_heads(attn, rows, cols, 1, 2, highlight_row=0),
+        "grid": lambda: figures.attention_grid(attn, rows, cols, title="g", highlight_row=2),
+        "diagram": lambda: diagram.model_diagram(cfg, {b.id: np.linspace(-1, 1, 8) for b in blocks[:3]} | {
+            blocks[3].id: np.linspace(0, 1, 5)}, {blocks[4].id: "der, die"}, selected=blocks[1].id, title="d"),
+        "attribution": lambda: figures.attribution_heatmap(source, prefix, list("abcd"), ["<s>", "x", "y"],
+                                                           ["x", "y", "</s>"], title="m"),
+    }
+
+
+@pytest.mark.parametrize("name", ["heatmap", "heads", "grid", "diagram", "attribution"])
+def test_a_figure_built_unvalidated_is_the_validated_figure(name, monkeypatch):
+    """What a server sends (no validation: figures.common.from_spec) is what plotly's validation gives, on
+    the base display and on the projector's; and validated, a wrong property raises (what the suite runs)."""
+    import json
+
+    import plotly.io
+
+    from figures.common import VALIDATE, Display, from_spec
+    build = _builders()[name]
+    for display in (Display(), Display.for_projector(True)):
+        shown = {}
+        for checked in ("0", "1"):
+            monkeypatch.setenv(VALIDATE, checked)
+            shown[checked] = json.loads(plotly.io.to_json(display.apply(build()), validate=False))
+        assert shown["0"] == shown["1"]
+    with pytest.raises(ValueError):
+        from_spec([dict(type="heatmap", z=[[1]], colour="red")], {})
