@@ -227,18 +227,26 @@ def _builders() -> dict:
     source, prefix = rng.random((3, 4)), rng.random((3, 3))
     cfg = preset("tiny", src_vocab_size=40, tgt_vocab_size=40)
     blocks = diagram.blocks(cfg)
+    tree = [dict(x=x, y=y, token=t, score=-x / 3, status=st, **({"text": "a b"} if t == "b" else {}))
+            for x, y, t, st in ((0, 0, "<s>", "kept"), (1, 0, "a", "kept"), (1, 1, "b", "pruned"), (2, 0, "c", "live"),
+                                (2, 1, "</s>", "finished"))]
     return {
         "heatmap": lambda: figures.attention_heatmap(attn[0, 0], rows, cols, title="t", highlight_row=1),
         "heads": lambda: figures.attention_heads(attn, rows, cols, 1, 2, highlight_row=0),
         "grid": lambda: figures.attention_grid(attn, rows, cols, title="g", highlight_row=2),
         "diagram": lambda: diagram.model_diagram(cfg, {b.id: np.linspace(-1, 1, 8) for b in blocks[:3]} | {
             blocks[3].id: np.linspace(0, 1, 5)}, {blocks[4].id: "der, die"}, selected=blocks[1].id, title="d"),
+        "top_k": lambda: figures.top_k_bar(["a", "b<", "c"], [0.6, 0.3, 0.1], chosen="b<", title="k"),
+        "tree": lambda: figures.beam_tree(tree, [(0, 1), (0, 2), (1, 3), (2, 4)], title="b", selected=3),
+        "confidence": lambda: figures.token_confidence(["a", "b", "</s>"], [0.9, 0.3, 0.8], 0.5, current=1,
+                                                       title="c"),
         "attribution": lambda: figures.attribution_heatmap(source, prefix, list("abcd"), ["<s>", "x", "y"],
                                                            ["x", "y", "</s>"], title="m"),
     }
 
 
-@pytest.mark.parametrize("name", ["heatmap", "heads", "grid", "diagram", "attribution"])
+@pytest.mark.parametrize("name", ["heatmap", "heads", "grid", "diagram", "attribution", "top_k", "tree",
+                                  "confidence"])
 def test_a_figure_built_unvalidated_is_the_validated_figure(name, monkeypatch):
     """What a server sends (no validation: figures.common.from_spec) is what plotly's validation gives, on
     the base display and on the projector's; and validated, a wrong property raises (what the suite runs)."""
