@@ -121,6 +121,14 @@ def described(where: DeltaGenerator, fig: go.Figure, settings: SidebarChoices | 
         where.dataframe(pd.DataFrame(rows, columns=[c or " " for c in columns]), hide_index=True)
 
 
+def lazy_expander(where: DeltaGenerator, label: str, key: str) -> tuple[DeltaGenerator, bool]:
+    """An expander whose content is drawn only while it is open: opening it reruns the page (a light run),
+    so that a closed one costs no student a chart they did not ask for (each chart costs a page its
+    building and sending: BENCHMARKS.md, session 23). Returns the expander and whether it is open."""
+    box = where.expander(label, key=key, on_change="rerun")
+    return box, bool(box.open)
+
+
 def csv_button(where: DeltaGenerator, matrix: Any, rows: list[str], cols: list[str], name: str) -> None:
     """A download button for the matrix a figure shows."""
     where.download_button(_("Download {name}.csv").format(name=name), data=matrix_csv(matrix, rows, cols),

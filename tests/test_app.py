@@ -41,6 +41,9 @@ def tick_text(spec: dict, axis: str) -> list[str]:
 
 
 def test_explore_view_shapes_and_rows(at):
+    assert set(charts(at)) == {"grid", "single"}            # the averages' expander is closed: not drawn
+    at.session_state["explore_averages"] = True              # opened
+    at.run()
     specs = charts(at)
     assert set(specs) == {"grid", "single", "mean"}
     grid, single = specs["grid"], specs["single"]

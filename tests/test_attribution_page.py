@@ -39,7 +39,10 @@ def test_the_page_draws_the_chosen_methods_and_the_heads(at):
     assert not at.exception and page_of(at) == "attribution"
     assert at.multiselect(key="attr_methods").value == ["attention.layer1", "alti", "integrated_gradients"]
     assert sum("how faithful" in i.value.lower() for i in at.info) == 1           # not measured for this model
-    assert len(at.get("plotly_chart")) == 3 + 2 + 2                                # 3 methods, shares, heads, one head
+    assert len(at.get("plotly_chart")) == 3 + 2                                    # 3 methods, shares, heads
+    at.session_state["attr_one_head"] = True                                        # "One head" opened
+    at.run()
+    assert not at.exception and len(at.get("plotly_chart")) == 3 + 2 + 2            # and its two charts
     at.selectbox(key="attr_reference").set_value("integrated_gradients").run()
     assert not at.exception
     at.toggle(key="attr_ig").set_value(False).run()

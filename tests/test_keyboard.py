@@ -166,5 +166,6 @@ def test_each_kind_of_control_works_from_the_keyboard(shipped_server, browser):
     page.keyboard.press("Enter")
     settle(page)
     assert summary.evaluate("s => s.parentElement.open")
+    page.wait_for_selector(".st-key-mean .js-plotly-plot", timeout=30_000)   # drawn once opened (a lazy expander)
     no_errors(page)
     page.close()

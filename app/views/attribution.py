@@ -13,7 +13,7 @@ import figures
 from app import sentence
 from app.context import Context
 from app.settings import declare, flag, layer_head, multiselect, selectbox, toggle
-from app.ui import chart, csv_button, why_box
+from app.ui import chart, csv_button, lazy_expander, why_box
 from figures.attribution import PREFIX_MARK
 from i18n import N_, _, num
 from model.analysis.attribution import NOT_ASKED, REGISTRY, Attribution, Cost, Method, methods
@@ -159,7 +159,11 @@ def _heads(ctx: Context, att: Attribution) -> None:
 
 def _one_head(ctx: Context, att: Attribution) -> None:
     """One head's raw weights beside its weights times value size (Kobayashi et al.), same scale."""
-    with st.expander(_("One head: its weights, and its weights × the size of what each token sends")):
+    box, is_open = lazy_expander(st, _("One head: its weights, and its weights × the size of what each token sends"),
+                                 key="attr_one_head")
+    if not is_open:
+        return
+    with box:
         cfg = ctx.checkpoint.config
         layer, head = layer_head(st.columns(2), cfg.n_decoder_layers, cfg.n_heads)
         columns = st.columns(2)

@@ -10,7 +10,7 @@ import figures
 from app import head_switch, polls, state
 from app.context import Context
 from app.settings import HEAD, LAYER, declare, index, layer_head, radio, selectbox
-from app.ui import chart, csv_button, tokens_for, why
+from app.ui import chart, csv_button, lazy_expander, tokens_for, why
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
@@ -87,7 +87,11 @@ def _pick(layer: int, head: int) -> None:
 
 def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:
     settings, rollout = ctx.settings, kind.name == "encoder_self"
-    with st.expander(_("Head average per layer and attention rollout") if rollout else _("Head average per layer")):
+    box, is_open = lazy_expander(st, _("Head average per layer and attention rollout") if rollout
+                                 else _("Head average per layer"), key="explore_averages")
+    if not is_open:
+        return
+    with box:
         mean = ctx.figure("mean", kind.name, lambda: figures.attention_grid(
             attn.mean(axis=1)[None], rows, cols, title=_("mean over heads"), row_names=[_("mean")],   # (1, L, Tq, Tk)
             col_names=[_("layer {i}").format(i=i) for i in range(attn.shape[0])]))

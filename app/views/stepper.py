@@ -17,7 +17,7 @@ from app.context import Context
 from app.links import Site
 from app.settings import SidebarChoices, declare, flag, toggle
 from app.state import StepCursor
-from app.ui import chart, fragment, why
+from app.ui import chart, fragment, lazy_expander, why
 from i18n import N_, _, num
 from model.analysis.attribution import Attribution, Cost
 from model.analysis.readings import first_divergence, tree_until
@@ -178,9 +178,10 @@ def _next_token(ctx: Stepping, record: StepRecord, chosen: int) -> None:
         chart(right, cross, key="cross_row", settings=settings)
         _used(ctx, record, chosen)
     if hyp.self_attn is not None:
-        with st.expander(_("Decoder self-attention of the new position")):
+        box, is_open = lazy_expander(st, _("Decoder self-attention of the new position"), key="step_self_row")
+        if is_open:
             own = ctx.figure("self_row", where, lambda: _row(hyp.self_attn, so_far, so_far[-1]))
-            chart(st, own, key="self_row", settings=settings)
+            chart(box, own, key="self_row", settings=settings)
 
 
 def _used(ctx: Stepping, record: StepRecord, chosen: int) -> None:
