@@ -112,7 +112,7 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
     """Figure 1 for `cfg`. values: block id -> the strip to draw in it (d_model values, or an
     attention row); texts: block id -> a short text shown instead of a strip (e.g. the top
     next tokens). `selected` is outlined in red. Traces, shapes and annotations go in as
-    plain dicts, validated once (add_shape per shape was ten times slower; go.Heatmap
+    plain dicts in one figure (from_spec) (add_shape per shape was ten times slower; go.Heatmap
     objects three times)."""
     items = blocks(cfg)
     shapes, notes, traces = [], [], []
