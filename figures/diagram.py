@@ -122,13 +122,14 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                            y1=b.y + HEIGHT / 2, fillcolor=COLOURS[b.colour], layer="below",
                            line=dict(color=STATUS_COLORS["chosen"] if chosen else "#555",
                                      width=3 if chosen else 1)))
-        text = html.escape(b.label)
-        notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text.replace(" (", "<br>(", 1) if large else text,
-                          showarrow=False, xanchor="left", align="left", font=dict(size=11, color="#222"),
-                          name=FOLLOWS_FONT))
+        text = two_lines(html.escape(b.label)) if large else html.escape(b.label)
+        if large and b.id not in values and b.id in texts:       # large letters: the text below the name
+            text = f"{html.escape(b.label)}<br>{texts[b.id]}"
+        notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text, showarrow=False, xanchor="left",
+                          align="left", font=dict(size=11, color="#222"), name=FOLLOWS_FONT))
         if b.id in values:
             traces.append(_strip(b, values[b.id], STRIP * 0.7 if large else STRIP))
-        elif b.id in texts:
+        elif b.id in texts and not large:
             notes.append(dict(x=X[b.side] + WIDTH / 2 - 0.1, y=b.y, text=texts[b.id], showarrow=False,
                               xanchor="right", font=dict(size=10, color="#222"), name=FOLLOWS_FONT))
     for side, top, n in (("encoder", 7.4, cfg.n_encoder_layers), ("decoder", 9.6, cfg.n_decoder_layers)):
@@ -148,6 +149,17 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                   xaxis=dict(visible=False, range=[-0.6, 10.2], fixedrange=True),
                   yaxis=dict(visible=False, range=[0.3, 12.4], fixedrange=True))
     return from_spec(traces, layout)
+
+
+def two_lines(label: str) -> str:
+    """A block's name in large letters, beside its strip: from its bracket on, or its second half, on a line of
+    its own ("Multi-head attention<br>(8 heads)", "Masked multi-head<br>attention")."""
+    if " (" in label:
+        return label.replace(" (", "<br>(", 1)
+    if len(label) <= 18 or " " not in label:
+        return label
+    cut = min((i for i, c in enumerate(label) if c == " "), key=lambda i: (max(i, len(label) - i - 1), -i))
+    return f"{label[:cut]}<br>{label[cut + 1:]}"
 
 
 def _arrows(items: Sequence[Block]) -> list[dict]:

@@ -61,6 +61,24 @@ def test_the_diagram_draws_every_block_and_outlines_the_chosen_one():
     assert {"text": "2×"}.items() <= next(a for a in spec["layout"]["annotations"] if a["text"] == "2×").items()
 
 
+
+def test_in_large_letters_no_name_shares_its_line_with_a_strip_or_a_text():
+    """Projector letters: a name beside a strip is cut into lines of at most 20 characters, and a block's text
+    (the softmax's likeliest tokens) goes on the line below its name, not beside it on the right."""
+    model, trace = _traced()
+    values, texts = diagram.values_of(trace, 0, 0, 0, [("a", 0.9), ("b", 0.05), ("c", 0.01)])
+    notes = json.loads(diagram.model_diagram(model.cfg, values, texts, large=True).to_json())["layout"]["annotations"]
+    boxed = [n for n in notes if n.get("xanchor") in ("left", "right") and not n.get("showarrow", True)
+             and not n["text"].endswith("×")]
+    assert all(n["xanchor"] == "left" for n in boxed)                   # nothing right-aligned beside a name
+    softmax = next(n for n in boxed if n["text"].startswith("Softmax"))
+    assert softmax["text"] == "Softmax<br>" + texts["output.softmax"]
+    beside_strips = [n["text"] for n in boxed if n["y"] in {b.y for b in diagram.blocks(model.cfg) if b.id in values}]
+    assert beside_strips and all(len(line) <= 20 for t in beside_strips for line in t.split("<br>")), beside_strips
+    assert diagram.two_lines("Masked multi-head attention") == "Masked multi-head<br>attention"
+    small = json.loads(diagram.model_diagram(model.cfg, values, texts).to_json())["layout"]["annotations"]
+    assert any(n.get("xanchor") == "right" and n["text"] == texts["output.softmax"] for n in small)
+
 @pytest.fixture
 def at(app_checkpoints, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))

@@ -26,6 +26,11 @@ MEASURE = """() => {
   if (charts.length) {
     const r = charts[0].getBoundingClientRect();
     chart = {top: r.top, visible: Math.max(0, Math.min(r.bottom, vh) - Math.max(r.top, 0)) / r.height};
+    // what stands above it, for a failure's message: each drawn element's test id, top, height and words
+    chart.above = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]')]
+      .map(e => [e, e.getBoundingClientRect()]).filter(([e, b]) => b.height > 0 && b.bottom <= r.top + 1)
+      .map(([e, b]) => `${(e.firstElementChild || e).getAttribute('data-testid')}@${Math.round(b.top)}+` +
+           `${Math.round(b.height)}:${(e.innerText || '').trim().slice(0, 30)}`);
   }
   const cut = [];
   const names = "button, [role='tab'], [data-testid='stWidgetLabel'], [data-testid='stWidgetLabel'] *, " +
@@ -78,7 +83,7 @@ def _measure(page, slug: str, size: tuple[int, int]) -> list[str]:
         if chart is None:
             wrong.append("no chart")
         elif chart["top"] > height / 2 or chart["visible"] < 0.6:
-            wrong.append(f"chart at {chart['top']:.0f} px, {chart['visible']:.0%} visible")
+            wrong.append(f"chart at {chart['top']:.0f} px, {chart['visible']:.0%} visible; above it: {chart['above']}")
     if m["hscroll"]:
         wrong.append("horizontal scroll")
     if m["cut"]:

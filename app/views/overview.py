@@ -34,7 +34,7 @@ OV_TEMPERATURE = declare("ov_temperature", None, 1.0, float, bounds=(0.1, 3.0), 
 OV_TOP_K = declare("ov_top_k", None, 0, int, bounds=(0, 50))
 OV_TOP_P = declare("ov_top_p", None, 1.0, float, bounds=(0.05, 1.0), step=0.05)
 OV_UNIT = declare("ov_unit", None, None, int)
-COMPACT_HEIGHT = 680      # the diagram in projector mode: most of it within a 1280x720 window below the pickers
+COMPACT_HEIGHT = 680      # the diagram in projector mode: most of it within a 1280x720 window, its pickers below
 
 
 def render(ctx: Context) -> None:
@@ -57,6 +57,7 @@ def overview(ctx: Context) -> None:
               "the keys (the heads' mean). Click a block to open it.")
     if not compact:
         st.caption(words)
+    figure_at = st.container() if compact else st    # the front of a room: the picture above its pickers
     c = st.columns([3, 3, 3, 4, 2] if compact else 3, vertical_alignment="bottom")
     if compact:
         why(c[4], words, True, "overview")
@@ -67,7 +68,7 @@ def overview(ctx: Context) -> None:
                       range(min(cfg.n_encoder_layers, cfg.n_decoder_layers)))
     log_probs = ctx.logit_lens()[-1]          # (T, V): the model's own next-token distribution, cached
     top = _top(ctx, log_probs[pos], 5)
-    block = _block_picker(ctx, trace, (token, pos, layer), top, c[3] if compact else st)
+    block = _block_picker(ctx, trace, (token, pos, layer), top, c[3] if compact else st, figure_at)
     st.divider()
     PANELS[block.split(".")[-1] if block.startswith(("encoder", "decoder")) else block](ctx, trace, block,
                                                                                       (token, pos, layer), log_probs)
@@ -80,9 +81,10 @@ def _top(ctx: Context, log_probs: torch.Tensor, k: int) -> list[tuple[str, float
     return list(zip(pieces, values.tolist()))
 
 
-def _block_picker(ctx: Context, trace: Trace, where: tuple[int, int, int], top: list, picker: DeltaGenerator) -> str:
-    """The figure (a click selects a block) and a list of the blocks that says the same (in `picker`).
-    Compact (the front of a room): the figure as high as a projector's 720-px screen leaves it."""
+def _block_picker(ctx: Context, trace: Trace, where: tuple[int, int, int], top: list, picker: DeltaGenerator,
+                  figure_at: DeltaGenerator) -> str:
+    """The figure (in `figure_at`; a click selects a block) and a list of the blocks that says the same (in
+    `picker`). Compact (the front of a room): the figure as high as a projector's 720-px screen leaves it."""
     token, pos, layer = where
     clicked = _clicked(state.widget("overview_figure"))
     if clicked is not None and clicked != state.held(state.OV_CLICKED):
@@ -96,9 +98,9 @@ def _block_picker(ctx: Context, trace: Trace, where: tuple[int, int, int], top: 
     fig = ctx.figure("overview", (token, pos, layer, block, compact), lambda: diagram.model_diagram(
         ctx.checkpoint.config, values, texts, selected=block, large=ctx.settings.display.large,
         height=COMPACT_HEIGHT if compact else None))
-    st.plotly_chart(fig, key="overview_figure", on_select="rerun", selection_mode="points", width="stretch",
-                    config={"displaylogo": False, "displayModeBar": False})
-    described(st, fig, ctx.settings)
+    figure_at.plotly_chart(fig, key="overview_figure", on_select="rerun", selection_mode="points", width="stretch",
+                           config={"displaylogo": False, "displayModeBar": False})
+    described(figure_at, fig, ctx.settings)
     return block
 
 
