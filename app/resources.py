@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from figures import Display
+from figures import Display, shared
 from i18n import _
 from model.analysis import heads
 from model.analysis.attribution import Attribution, Cost, attribute
@@ -239,9 +239,10 @@ def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
 @st.cache_resource(show_spinner=False, max_entries=256)
 def get_figure(name: str, key: Hashable, display: Display, lang: str, _build: Callable[[], go.Figure]) -> go.Figure:
     """The figure `name` drawn from `key` (everything it depends on) on `display`, in the interface
-    language `lang` (its titles and labels), built once per process and shared (st.plotly_chart
-    only copies it). A widget change that does not touch `key` then costs no figure building."""
-    return display.apply(_build())
+    language `lang` (its titles and labels), built once per process and shared (never changed after: its
+    dict, what st.plotly_chart sends, is made once too). A widget change that does not touch `key` then costs
+    no figure building."""
+    return shared(display.apply(_build()))
 
 
 # ---- admission -------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from figures.attribution import (
     source_share_bars,
     step_used_vs_looked,
 )
-from figures.common import COLORSCALE, CONTRAST_COLORSCALE, MARGIN, Display, label, labels
+from figures.common import COLORSCALE, CONTRAST_COLORSCALE, MARGIN, Display, label, labels, shared
 from figures.decoding import beam_tree, distribution, token_confidence, top_k_bar
 from figures.knockout import knockout_grid, probability_change
 from figures.polls import poll_results
@@ -41,5 +41,5 @@ __all__ = [
     "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",
     "mask_heatmap", "pe_curves", "pe_heatmap", "pe_similarity", "probability_change", "row_across_heads",
     "score_pipeline", "scores_heatmap", "token_bars", "token_confidence", "top_k_bar", "training_curves",
-    "unit_bars", "update_sizes", "SUBLAYER_NAMES", "vector_heatmap", "poll_results",
+    "unit_bars", "update_sizes", "SUBLAYER_NAMES", "vector_heatmap", "poll_results", "shared",
 ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
+import plotly.io
 
 from i18n import _, marks
 
@@ -44,6 +45,28 @@ def from_spec(data: list[dict], layout: dict) -> go.Figure:
     checked = os.environ.get(VALIDATE, "0") not in ("", "0")
     return go.Figure(dict(data=data, layout=layout), _validate=checked)
 
+
+
+class SharedFigure(go.Figure):
+    """A figure built once and shown to many sessions (app/resources.get_figure), never changed once shared:
+    the dict st.plotly_chart sends (plotly's deep copy of every property and its base64 pass over the arrays,
+    about half of what st.plotly_chart spends on a big figure) is made once, not on every rerun of every
+    session. With TRANSFORMER_VALIDATE_FIGURES set (the tests) each use checks that the figure was not changed
+    after all."""
+
+    def to_dict(self) -> dict:
+        made = self.__dict__.get("_shared_dict")
+        if made is None:
+            made = self._shared_dict = super().to_dict()
+        elif os.environ.get(VALIDATE, "0") not in ("", "0"):
+            assert plotly.io.to_json(made) == plotly.io.to_json(super().to_dict()), "a shared figure was changed"
+        return made
+
+
+def shared(fig: go.Figure) -> SharedFigure:
+    """`fig`, from now on shared and never changed (its dict made once): see SharedFigure."""
+    fig.__class__ = SharedFigure
+    return fig
 
 @dataclass(frozen=True)
 class Display:

@@ -264,3 +264,18 @@ def test_a_figure_built_unvalidated_is_the_validated_figure(name, monkeypatch):
         assert shown["0"] == shown["1"]
     with pytest.raises(ValueError):
         from_spec([dict(type="heatmap", z=[[1]], colour="red")], {})
+
+
+def test_a_shared_figure_makes_its_dict_once_and_a_change_after_sharing_fails(monkeypatch):
+    """What app/resources.get_figure hands to every session: the dict st.plotly_chart sends is made once and is
+    the figure's own; changing the figure after sharing it is caught (the suite runs with validation on)."""
+    from figures.common import VALIDATE, SharedFigure
+    fig = figures.attention_heatmap(np.full((3, 4), 0.25), ["a", "b", "c"], ["w", "x", "y", "z"], "t")
+    before = fig.to_json()
+    same = figures.shared(fig)
+    assert isinstance(same, SharedFigure) and same is fig
+    assert same.to_dict() is same.to_dict() and same.to_json() == before
+    monkeypatch.setenv(VALIDATE, "1")
+    same.update_layout(title_text="changed")
+    with pytest.raises(AssertionError, match="shared figure was changed"):
+        same.to_dict()
