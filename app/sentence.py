@@ -25,7 +25,7 @@ PRESETS = {
         "A man in an orange hat starring at something.": N_("a Multi30K test sentence"),
         "The man has eaten the red apple.": N_("verb-final reordering: 'hat ... gegessen'"),
         "A firefighter climbs up the ladder.": N_("a compound, 'Feuerwehrmann', and 'hinauf' at the end"),
-        "The woman is holding her baby, and she is smiling.": N_("pronouns: 'her', 'she'"),
+        "The woman is holding her baby because she is tired.": N_("pronouns: 'her', 'she'"),
         "Two young children in colorful shirts are playing with a big ball on the green grass "
         "next to a small lake while their parents watch.": N_("a long sentence"),
         "I love pizza.": N_("everyday"),
@@ -37,7 +37,7 @@ PRESETS = {
     "de": {
         "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": N_("a Multi30K test sentence"),
         "Wir haben ein neues Auto gekauft.": N_("the verb at the end: 'gekauft' becomes 'bought'"),
-        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.": N_("compounds"),
+        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrwagens.": N_("compounds"),
         "Die Frau hält ihr Baby und sie lächelt.": N_("pronouns"),
         "Ich liebe Pizza.": N_("everyday"),
         "Ich habe den Apfel gegessen.": N_("everyday: 'habe ... gegessen' becomes 'ate'"),

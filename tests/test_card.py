@@ -107,3 +107,20 @@ def test_the_card_says_how_many_hand_written_sentences_came_back_right(tokenizer
     at = AppTest.from_file(APP, default_timeout=60).run()
     goto(at, "card")
     assert any("9 of 40 everyday sentences" in m.value for m in at.markdown), [m.value for m in at.markdown]
+
+
+def test_a_part_that_started_from_a_grown_model_says_so(tokenizer, tmp_path):
+    """model.grow made the checkpoint a part started from deeper: the card's line for that part names it."""
+    from model.storage.checkpoint import load_checkpoint
+    from model.training.state import continued_from
+    make_checkpoint(tokenizer, tmp_path / "g")
+    config = json.loads((tmp_path / "g" / "config.json").read_text())
+    note = "grown from checkpoints/x (3+3 layers -> 6+4, model.grow)"
+    (tmp_path / "g" / "config.json").write_text(json.dumps({**config, "grown_from": note, "epochs": 4}))
+    start = continued_from(load_checkpoint(tmp_path / "g"))
+    assert start["grown_from"] == note
+    make_checkpoint(tokenizer, tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    (tmp_path / "m" / "config.json").write_text(json.dumps(
+        {**config, "epochs": 6, "train_args": {"init_from": "runs/g", "epochs": 6, "continued_from": start}}))
+    assert f"epochs 5-6: continued from those weights, {note}, with `--init-from runs/g" in render_card(tmp_path / "m")

@@ -27,10 +27,10 @@ PRESET_OUTPUTS = {
         "A man in an orange hat starring at something.": "Ein Mann mit einem orangefarbenen Hut starrt auf etwas.",
         "The man has eaten the red apple.": "Der Mann hat den roten Apfel gegessen.",
         "A firefighter climbs up the ladder.": "Ein Feuerwehrmann klettert die Leiter hinauf.",
-        "The woman is holding her baby, and she is smiling.": "Die Frau hält ihr Baby, und sie lächelt.",
+        "The woman is holding her baby because she is tired.": "Die Frau hält ihr Baby, weil sie müde ist.",
         "Two young children in colorful shirts are playing with a big ball on the green grass next to a small "
         "lake while their parents watch.": "Zwei kleine Kinder in bunten Hemden spielen mit einem großen Ball auf "
-        "dem grünen Rasen neben einem kleinen See, während ihre Eltern zuschauen.",
+        "dem grünen Gras neben einem kleinen See, während ihre Eltern zuschauen.",
         "I love pizza.": "Ich liebe Pizza.",
         "We have bought a new car.": "Wir haben ein neues Auto gekauft.",
         "Where is the bathroom?": "Wo ist das Badezimmer?",
@@ -38,15 +38,15 @@ PRESET_OUTPUTS = {
         "I have already eaten.": "Ich habe schon gegessen.",
     },
     "multi30k-de-en": {
-        "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": "A man in an orange hat looking at something.",
+        "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.": "A man in an orange hat staring at something.",
         "Wir haben ein neues Auto gekauft.": "We bought a new car.",
-        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrautos.":
+        "Ein Feuerwehrmann klettert auf die Leiter des Feuerwehrwagens.":
             "A firefighter climbs the ladder of the firetruck.",
         "Die Frau hält ihr Baby und sie lächelt.": "The woman is holding her baby and smiling.",
         "Ich liebe Pizza.": "I love pizza.",
         "Ich habe den Apfel gegessen.": "I ate the apple.",
         "Kannst du mir helfen?": "Can you help me?",
-        "Ich habe heute keine Zeit.": "I have no time today.",
+        "Ich habe heute keine Zeit.": "I don't have time today.",
     },
 }
 MAX_BYTES = 25 * 1024 * 1024

@@ -217,7 +217,8 @@ def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
         end = part.get("epochs") if part else epochs or b.get("epochs", "?")
         ended = (f", ended at step {part.get('steps')} (its {part.get('selected', '?')}, "
                  f"val BLEU {part.get('val_bleu')})" if part else "")
-        lines.append(f"  - epochs {before.get('epochs', 0) + 1}-{end}: continued from those weights with "
+        grown = f", {before['grown_from']}," if before.get("grown_from") else ""
+        lines.append(f"  - epochs {before.get('epochs', 0) + 1}-{end}: continued from those weights{grown} with "
                      f"`--init-from {b.get('init_from', '?')} --epochs {b.get('epochs', '?')} --cooldown-epochs "
                      f"{b.get('cooldown_epochs', 0):g}` (an empty optimizer, the rate ramped up again over "
                      f"{b.get('rewarm', '?')} steps, amp {b.get('amp', '?')}){_other_data(a, b)}{ended}")

@@ -64,9 +64,12 @@ def finished_progress(start: Checkpoint) -> tuple[Progress, list[dict]]:
 def continued_from(start: Checkpoint) -> dict[str, Any]:
     """What the model card says about the run a continued one started from."""
     meta = start.meta
-    return {"checkpoint": str(start.path), "epochs": meta.get("epochs"), "steps": meta.get("steps"),
-            "val_bleu": meta.get("val_bleu"), "selected": meta.get("selected"),
-            "train_args": meta.get("train_args", {})}
+    out = {"checkpoint": str(start.path), "epochs": meta.get("epochs"), "steps": meta.get("steps"),
+           "val_bleu": meta.get("val_bleu"), "selected": meta.get("selected"),
+           "train_args": meta.get("train_args", {})}
+    if meta.get("grown_from"):           # made deeper by model.grow before this part: the card says so
+        out["grown_from"] = meta["grown_from"]
+    return out
 
 
 def _to_tuple(x: Any) -> Any:
