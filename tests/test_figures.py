@@ -279,3 +279,13 @@ def test_a_shared_figure_makes_its_dict_once_and_a_change_after_sharing_fails(mo
     same.update_layout(title_text="changed")
     with pytest.raises(AssertionError, match="shared figure was changed"):
         same.to_dict()
+
+
+def test_a_named_colour_scale_is_plotlys_own_and_a_new_list_each_time():
+    import plotly.colors
+
+    from figures.common import scale
+    first = scale("Viridis")
+    assert first == [[float(at), c] for at, c in plotly.colors.get_colorscale("Viridis")]
+    first[0][1] = "changed"                                  # a figure's change stays in its own copy
+    assert scale("Viridis")[0][1] != "changed" and scale([[0, "#fff"], [1, "#000"]]) == [[0.0, "#fff"], [1.0, "#000"]]
