@@ -43,9 +43,12 @@ def from_spec(data: list[dict], layout: dict) -> go.Figure:
     costliest part of building a big figure (every head of a sentence: ~5x, BENCHMARKS.md session 23), and
     the builders' dicts are fixed by their code. With TRANSFORMER_VALIDATE_FIGURES set (tests/conftest.py
     sets it for the whole suite) every property is validated, so a wrong one still fails a test."""
-    checked = os.environ.get(VALIDATE, "0") not in ("", "0")
-    return go.Figure(dict(data=data, layout=layout), _validate=checked)
+    return go.Figure(dict(data=data, layout=layout), _validate=validating())
 
+
+def validating() -> bool:
+    """Whether figures are checked as they are made and used (TRANSFORMER_VALIDATE_FIGURES set, not "0")."""
+    return os.environ.get(VALIDATE, "0") not in ("", "0")
 
 
 class SharedFigure(go.Figure):
@@ -59,7 +62,7 @@ class SharedFigure(go.Figure):
         made = self.__dict__.get("_shared_dict")
         if made is None:
             made = self._shared_dict = super().to_dict()
-        elif os.environ.get(VALIDATE, "0") not in ("", "0"):
+        elif validating():
             assert plotly.io.to_json(made) == plotly.io.to_json(super().to_dict()), "a shared figure was changed"
         return made
 
@@ -68,6 +71,7 @@ def shared(fig: go.Figure) -> SharedFigure:
     """`fig`, from now on shared and never changed (its dict made once): see SharedFigure."""
     fig.__class__ = SharedFigure
     return fig
+
 
 @dataclass(frozen=True)
 class Display:

@@ -122,14 +122,14 @@ def model_diagram(cfg: ModelConfig, values: Mapping[str, np.ndarray], texts: Map
                            y1=b.y + HEIGHT / 2, fillcolor=COLOURS[b.colour], layer="below",
                            line=dict(color=STATUS_COLORS["chosen"] if chosen else "#555",
                                      width=3 if chosen else 1)))
-        text = two_lines(html.escape(b.label)) if large else html.escape(b.label)
-        if large and b.id not in values and b.id in texts:       # large letters: the text below the name
-            text = f"{html.escape(b.label)}<br>{texts[b.id]}"
+        name = html.escape(b.label)
+        below = large and b.id not in values and b.id in texts      # large letters: a block's text under its name
+        text = f"{name}<br>{texts[b.id]}" if below else two_lines(name) if large else name
         notes.append(dict(x=X[b.side] - WIDTH / 2 + 0.1, y=b.y, text=text, showarrow=False, xanchor="left",
                           align="left", font=dict(size=11, color="#222"), name=FOLLOWS_FONT))
         if b.id in values:
             traces.append(_strip(b, values[b.id], STRIP * 0.7 if large else STRIP))
-        elif b.id in texts and not large:
+        elif b.id in texts and not below:
             notes.append(dict(x=X[b.side] + WIDTH / 2 - 0.1, y=b.y, text=texts[b.id], showarrow=False,
                               xanchor="right", font=dict(size=10, color="#222"), name=FOLLOWS_FONT))
     for side, top, n in (("encoder", 7.4, cfg.n_encoder_layers), ("decoder", 9.6, cfg.n_decoder_layers)):

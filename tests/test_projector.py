@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ARTIFACTS, CHROMIUM, axe, no_errors, settle
+from tests.support import ARTIFACTS, CHROMIUM, axe, no_errors, settle, wait_drawn
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -102,7 +102,7 @@ def test_projector_mode_shows_every_pages_picture_first(shipped_server, browser)
     for p in PAGES:
         page.set_viewport_size(dict(zip(("width", "height"), SIZES[0], strict=True)))
         page.goto(_url(shipped_server, p.slug, PAGES[0].slug))
-        page.wait_for_selector(f".st-key-page-{p.slug}", timeout=90_000)
+        wait_drawn(page, f".st-key-page-{p.slug}")      # else: what the page shows instead
         if p.slug not in NO_CHART:
             page.wait_for_selector(".js-plotly-plot .main-svg", state="attached", timeout=90_000)
         settle(page)
