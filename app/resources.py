@@ -44,7 +44,7 @@ from serving.batching import Batcher
 from serving.config import ServingConfig
 from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
 from serving.lab_shelf import LabShelf
-from serving.once import Once
+from serving.once import Once, tensor_bytes
 
 DEFAULT_CHECKPOINT = places.DEFAULT_CHECKPOINT
 MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every view interactive)
@@ -97,7 +97,24 @@ def get_checkpoint(path: str) -> Checkpoint:
     return ckpt
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+# ---- what a sentence's pages are drawn from ---------------------------------------------------
+# Decodings, traces and the tensors read from them are kept in one cache bounded by the bytes of their
+# tensors ($TRANSFORMER_CACHE_MB), not by a count: a trace recorded with the residual stream holds four
+# times what a plain one does, a logit lens twice (BENCHMARKS.md, session 24), so a count bounds nothing.
+def _kept() -> Once:
+    return _cache_of(config().cache_mb * 2 ** 20)
+
+
+@st.cache_resource(show_spinner=False)
+def _cache_of(max_bytes: int) -> Once:
+    return Once(keep=None, max_bytes=max_bytes, size=tensor_bytes)
+
+
+def kept_bytes() -> tuple[int, int]:
+    """The bytes of tensors the cache of sentences' decodings and traces holds now, and its bound."""
+    return _kept().held(), _kept().max_bytes or 0
+
+
 def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None,
                     recording: Recording = SCORES, knockout: frozenset[str] = frozenset()) -> Explanation:
     """The sentence's decoding and a trace recording what `recording` says; knockout: heads
@@ -106,6 +123,12 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
     The decoding itself is done once per (model, sentence, options): the plain
     explanation's, decoded together with other sessions' sentences of the same moment
     (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
+    key = ("explanation", path, text, opts, reference, recording, knockout)
+    return _kept().get(key, lambda: _explanation(path, text, opts, reference, recording, knockout))
+
+
+def _explanation(path: str, text: str, opts: DecodeOptions, reference: str | None,
+                 recording: Recording, knockout: frozenset[str]) -> Explanation:
     ckpt = get_checkpoint(path)
     if knockout:                                   # heads switched off change the decoding itself
         return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
@@ -116,23 +139,25 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
     return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
 def get_token_probabilities(path: str, text: str, opts: DecodeOptions,
                             knockout: frozenset[str] = frozenset()) -> ForcedResult:
     """Each token of the sentence's translation (then EOS): its probability and rank when the decoder is
     fed the translation so far, with `knockout`'s heads switched off (the knockout page's before/after)."""
-    ex = get_explanation(path, text, opts)
-    return token_probabilities(get_checkpoint(path), ex.source_ids, ex.result.tokens, knockout)
+    def compute() -> ForcedResult:
+        ex = get_explanation(path, text, opts)
+        return token_probabilities(get_checkpoint(path), ex.source_ids, ex.result.tokens, knockout)
+    return _kept().get(("probabilities", path, text, opts, knockout), compute)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
 def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recording) -> torch.Tensor:
     """(L, T, V): each decoder layer's next-token log-probabilities over the translation, read from its
     trace recorded with the stream (`recording`); the last layer's is the model's own distribution
     (the overview's output block and its logit lens)."""
-    trace = get_explanation(path, text, opts, recording=recording).trace
-    with torch.inference_mode():
-        return logit_lens(get_checkpoint(path).model, trace)[:, 0]
+    def compute() -> torch.Tensor:
+        trace = get_explanation(path, text, opts, recording=recording).trace
+        with torch.inference_mode():
+            return logit_lens(get_checkpoint(path).model, trace)[:, 0]
+    return _kept().get(("logit lens", path, text, opts, recording), compute)
 
 
 @st.cache_resource(show_spinner=False)
@@ -154,24 +179,19 @@ def get_knockout_effects(path: str, text: str, opts: DecodeOptions) -> dict[str,
     return knockout_effects(get_checkpoint(path), ex.source_ids, ex.result.tokens)
 
 
-@st.cache_resource(show_spinner=False)
-def _attributions() -> Once[Attribution]:
-    return Once(keep=32)
-
-
 def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, upto: Cost,
                     on_progress: Callable[[int, int], None] | None = None) -> Attribution:
     """Every attribution method's reading of a translation (model/analysis/attribution) of `ckpt`, whose
     explanation `ex` is known by `key` (checkpoint path, text, options), up to the cost `upto`
     (Cost.INTEGRATED: seconds; on_progress(done, total) per token, for the session that computes). Once
     per process: a class on one link waits for one computation."""
-    return _attributions().get((key, upto), lambda: attribute(ckpt, ex.source_ids, ex.result.tokens, upto,
+    return _kept().get(("attribution", key, upto), lambda: attribute(ckpt, ex.source_ids, ex.result.tokens, upto,
                                                               on_progress=on_progress))
 
 
 def attribution_ready(key: Hashable, upto: Cost) -> bool:
     """Whether get_attribution would answer at once."""
-    return _attributions().ready((key, upto))
+    return _kept().ready(("attribution", key, upto))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -231,9 +251,8 @@ def compute_head_statistics(path: str, sentences: heads.SentenceSet,
     return stats
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
 def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
-    return encoder_trace(get_checkpoint(path), list(texts))
+    return _kept().get(("encoder batch", path, texts), lambda: encoder_trace(get_checkpoint(path), list(texts)))
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)

@@ -1,23 +1,31 @@
-"""Compute each key once for every thread of the process, and keep the latest few results.
+"""Compute each key once for every thread of the process, and keep the latest results within a bound.
 
 For work that reports progress to the page that asked for it (a Streamlit cache may not touch
-elements made outside it): the first caller computes with its own progress callback, callers
-with the same key meanwhile wait for that result instead of computing it again.
+elements made outside it), and for the app's shared caches of tensors (app/resources.py), which are
+bounded by the bytes they hold rather than by a count: the first caller computes (with its own
+progress callback), callers with the same key meanwhile wait for that result instead of computing it
+again. Kept results are dropped oldest-used first once there are more than `keep` of them or, with a
+`size` function, once they hold more than `max_bytes` together (the newest is always kept).
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import torch
 
 T = TypeVar("T")
 
 
 class Once(Generic[T]):
-    def __init__(self, keep: int = 32) -> None:
-        self.keep = keep
+    def __init__(self, keep: int | None = 32, max_bytes: int | None = None,
+                 size: Callable[[T], int] | None = None) -> None:
+        self.keep, self.max_bytes, self.size = keep, max_bytes, size
         self._results: OrderedDict[Hashable, T] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
         self._locks: dict[Hashable, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -33,13 +41,50 @@ class Once(Generic[T]):
                 if key in self._results:
                     return self._results[key]
             result = compute()                   # an exception leaves nothing behind: the next caller retries
+            nbytes = self.size(result) if self.size else 0
             with self._guard:
-                self._results[key] = result
+                self._results[key], self._sizes[key] = result, nbytes
                 self._locks.pop(key, None)
-                while len(self._results) > self.keep:
-                    self._results.popitem(last=False)
+                self._shrink()
             return result
+
+    def _shrink(self) -> None:
+        while len(self._results) > 1 and self._over():
+            old, _ = self._results.popitem(last=False)
+            del self._sizes[old]
+
+    def _over(self) -> bool:
+        return ((self.keep is not None and len(self._results) > self.keep)
+                or (self.max_bytes is not None and self.held() > self.max_bytes))
 
     def ready(self, key: Hashable) -> bool:
         with self._guard:
             return key in self._results
+
+    def held(self) -> int:
+        """The bytes the kept results hold together, as `size` counts them (0 without one)."""
+        return sum(self._sizes.values())
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+
+def tensor_bytes(obj: Any) -> int:
+    """The bytes of the tensors `obj` holds (in dataclass fields, dicts, lists, tuples, sets), each
+    storage counted once: what a result of the model costs a cache. Other objects count nothing."""
+    seen: set[tuple[int, int]] = set()
+    total, todo = 0, [obj]
+    while todo:
+        o = todo.pop()
+        if isinstance(o, torch.Tensor):
+            storage = o.untyped_storage()
+            if (storage.data_ptr(), storage.nbytes()) not in seen:
+                seen.add((storage.data_ptr(), storage.nbytes()))
+                total += storage.nbytes()
+        elif isinstance(o, dict):
+            todo.extend(o.values())
+        elif isinstance(o, list | tuple | set | frozenset):
+            todo.extend(o)
+        elif dataclasses.is_dataclass(o) and not isinstance(o, type):
+            todo.extend(getattr(o, f.name) for f in dataclasses.fields(o))
+    return total

@@ -296,3 +296,22 @@ def test_the_knockout_page_opens_on_every_heads_effect(at, app_checkpoints):
     expected = log_probability(ckpt, ex.source_ids, ex.result.tokens) - \
         log_probability(ckpt, ex.source_ids, ex.result.tokens, off)
     assert abs(z[row, -1] - expected) < 1e-3
+
+
+def test_the_sentences_cache_stays_within_its_bytes(app_checkpoints, monkeypatch):
+    """TRANSFORMER_CACHE_MB bounds what a process keeps of its sentences (decodings, traces with the
+    residual stream, logit lenses) by the bytes of their tensors, not by a count; pages still draw."""
+    from app import resources
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    monkeypatch.setenv("TRANSFORMER_CACHE_MB", "1")
+    held = []
+    for text in ("A dog runs in the park.", "Two men play football in a park.", "A girl in a red coat reads a book."):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["text"] = text
+        at.run()                                     # the overview: a trace with the stream, a logit lens
+        goto(at, "explore")
+        assert not at.exception, at.exception
+        now, bound = resources.kept_bytes()
+        assert bound == 2 ** 20 and 0 < now <= bound
+        held.append(now)
+    assert 3 * held[0] > bound, held                  # three sentences' worth would not fit: the oldest went

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 
 import pytest
+import torch
 
-from serving.once import Once
+from serving.once import Once, tensor_bytes
 
 
 def test_threads_asking_for_one_key_compute_it_once():
@@ -36,3 +38,25 @@ def test_keeps_the_latest_and_retries_after_an_error():
     with pytest.raises(RuntimeError):
         once.get("x", boom)
     assert once.get("x", lambda: "fine") == "fine"
+
+
+def test_a_byte_bound_drops_the_oldest_used_and_keeps_the_newest():
+    once = Once[bytes](keep=None, max_bytes=10, size=len)
+    once.get("a", lambda: b"1234")
+    once.get("b", lambda: b"1234")
+    once.get("a", lambda: b"never")                  # used again: now b is the oldest
+    once.get("c", lambda: b"1234")                   # 12 bytes: b goes
+    assert once.ready("a") and not once.ready("b") and once.ready("c") and once.held() == 8
+    once.get("big", lambda: b"x" * 50)               # over the bound alone: kept, everything else goes
+    assert len(once) == 1 and once.ready("big") and once.held() == 50
+
+
+def test_tensor_bytes_counts_each_storage_once_wherever_it_is_held():
+    @dataclass
+    class Held:
+        trace: dict
+        steps: list
+    a, b = torch.zeros(10, 4), torch.ones(3, dtype=torch.float64)
+    held = Held({"a": a, "view": a[2:5], "b": b}, [(a.T, "label"), {1.5}])
+    assert tensor_bytes(held) == 10 * 4 * 4 + 3 * 8
+    assert tensor_bytes("no tensors") == 0
