@@ -57,11 +57,17 @@ class Context:
         return str(self.settings.checkpoint)
 
     @property
+    def precision(self) -> str:
+        """How this session's sentences are computed (the sidebar's choice: model/inference/precision.py)."""
+        return self.settings.precision
+
+    @property
     def explanation(self) -> Explanation:
         if self._explanation is None:
             if self.text is None:
                 raise ValueError("this page takes no sentence")
-            self._explanation = resources.get_explanation(self.path, self.text, self.settings.opts)
+            self._explanation = resources.get_explanation(self.path, self.text, self.settings.opts,
+                                                              precision=self.precision)
         return self._explanation
 
     @cached_property
@@ -69,11 +75,13 @@ class Context:
         """The sentence decoded greedily (for comparing with beam search)."""
         if self.settings.opts.method == "greedy":
             return self.explanation
-        return resources.get_explanation(self.path, self.explanation.text, greedy_options(self.settings.opts))
+        return resources.get_explanation(self.path, self.explanation.text, greedy_options(self.settings.opts),
+                                         precision=self.precision)
 
     def recorded(self, recording: Recording) -> Explanation:
         """The explanation with a trace that records `recording` (the decoding is the same)."""
-        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, recording=recording)
+        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, recording=recording,
+                                         precision=self.precision)
 
     @cached_property
     def with_stream(self) -> Explanation:
@@ -95,15 +103,18 @@ class Context:
         return resources.attribution_ready(self.figure_key, upto)
 
     def knocked_out(self, heads: frozenset[str]) -> Explanation:
-        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, knockout=heads)
+        return resources.get_explanation(self.path, self.explanation.text, self.settings.opts, knockout=heads,
+                                         precision=self.precision)
 
     def token_probabilities(self, knockout: frozenset[str] = frozenset()) -> ForcedResult:
         """Each output token's probability and rank, fed the translation so far (heads `knockout` off)."""
-        return resources.get_token_probabilities(self.path, self.explanation.text, self.settings.opts, knockout)
+        return resources.get_token_probabilities(self.path, self.explanation.text, self.settings.opts, knockout,
+                                                 self.precision)
 
     def logit_lens(self) -> torch.Tensor:
         """(L, T, V): each decoder layer's next-token log-probabilities; the last layer's is the model's own."""
-        return resources.get_logit_lens(self.path, self.explanation.text, self.settings.opts, WITH_STREAM)
+        return resources.get_logit_lens(self.path, self.explanation.text, self.settings.opts, WITH_STREAM,
+                                        self.precision)
 
     def encoder_batch(self, texts: tuple[str, ...]) -> Trace:
         return resources.get_encoder_batch(self.path, texts)
@@ -111,7 +122,7 @@ class Context:
     @property
     def figure_key(self) -> tuple:
         """What every figure of this sentence's decoding depends on (the display is applied apart)."""
-        return self.path, self.explanation.text, self.settings.opts
+        return self.path, self.precision, self.explanation.text, self.settings.opts
 
     def figure(self, name: str, key: Hashable, build: Callable[[], go.Figure], cache: bool = True) -> go.Figure:
         """The figure `name` of this sentence, drawn from `key` too, on the sidebar's display:

@@ -5,6 +5,7 @@ text, options, recording), figures per what they are drawn from, and the serving
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Hashable
@@ -33,6 +34,8 @@ from model.inference.pipeline import (
     source_ids,
     token_probabilities,
 )
+from model.inference.precision import FP32, quantized
+from model.inference.precision import available as precision_available
 from model.inference.stream import logit_lens
 from model.network.trace import Recording, Trace
 from model.storage import hub, places
@@ -97,6 +100,20 @@ def get_checkpoint(path: str) -> Checkpoint:
     return ckpt
 
 
+@st.cache_resource(show_spinner="Preparing the fast model…", max_entries=24)
+def get_served(path: str, precision: str) -> Checkpoint:
+    """The checkpoint with the model that computes its sentences at `precision` (model/inference/precision.py:
+    fp32, or a faster copy made once per process); what reads weights or needs gradients (attribution, head
+    statistics, the card) reads get_checkpoint's fp32 model."""
+    ckpt = get_checkpoint(path)
+    if precision == FP32 or not precision_available(precision):
+        return ckpt
+    served = dataclasses.replace(ckpt, model=quantized(ckpt.model, precision))
+    with torch.inference_mode():  # warm-up, as get_checkpoint's
+        explain(served, "A dog runs.", DecodeOptions("greedy", record_steps=True))
+    return served
+
+
 # ---- what a sentence's pages are drawn from ---------------------------------------------------
 # Decodings, traces and the tensors read from them are kept in one cache bounded by the bytes of their
 # tensors ($TRANSFORMER_CACHE_MB), not by a count: a trace recorded with the residual stream holds four
@@ -116,48 +133,50 @@ def kept_bytes() -> tuple[int, int]:
 
 
 def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None,
-                    recording: Recording = SCORES, knockout: frozenset[str] = frozenset()) -> Explanation:
+                    recording: Recording = SCORES, knockout: frozenset[str] = frozenset(),
+                    precision: str = FP32) -> Explanation:
     """The sentence's decoding and a trace recording what `recording` says; knockout: heads
-    switched off (the knockout page).
+    switched off (the knockout page); precision: the model computing it (`get_served`).
 
     The decoding itself is done once per (model, sentence, options): the plain
     explanation's, decoded together with other sessions' sentences of the same moment
     (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
-    key = ("explanation", path, text, opts, reference, recording, knockout)
-    return _kept().get(key, lambda: _explanation(path, text, opts, reference, recording, knockout))
+    key = ("explanation", path, precision, text, opts, reference, recording, knockout)
+    return _kept().get(key, lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
 
 
-def _explanation(path: str, text: str, opts: DecodeOptions, reference: str | None,
+def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, reference: str | None,
                  recording: Recording, knockout: frozenset[str]) -> Explanation:
-    ckpt = get_checkpoint(path)
+    ckpt = get_served(path, precision)
     if knockout:                                   # heads switched off change the decoding itself
         return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
     if reference is None and recording == SCORES:
         ids = source_ids(ckpt, text)               # raises InputError here, in its own session
-        return explain_decoded(ckpt, text, ids, decode_batcher()((path, opts), ids))
-    plain = get_explanation(path, text, opts)
+        return explain_decoded(ckpt, text, ids, decode_batcher()((path, precision, opts), ids))
+    plain = get_explanation(path, text, opts, precision=precision)
     return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
 
 
-def get_token_probabilities(path: str, text: str, opts: DecodeOptions,
-                            knockout: frozenset[str] = frozenset()) -> ForcedResult:
+def get_token_probabilities(path: str, text: str, opts: DecodeOptions, knockout: frozenset[str] = frozenset(),
+                            precision: str = FP32) -> ForcedResult:
     """Each token of the sentence's translation (then EOS): its probability and rank when the decoder is
     fed the translation so far, with `knockout`'s heads switched off (the knockout page's before/after)."""
     def compute() -> ForcedResult:
-        ex = get_explanation(path, text, opts)
-        return token_probabilities(get_checkpoint(path), ex.source_ids, ex.result.tokens, knockout)
-    return _kept().get(("probabilities", path, text, opts, knockout), compute)
+        ex = get_explanation(path, text, opts, precision=precision)
+        return token_probabilities(get_served(path, precision), ex.source_ids, ex.result.tokens, knockout)
+    return _kept().get(("probabilities", path, precision, text, opts, knockout), compute)
 
 
-def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recording) -> torch.Tensor:
+def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recording,
+                   precision: str = FP32) -> torch.Tensor:
     """(L, T, V): each decoder layer's next-token log-probabilities over the translation, read from its
     trace recorded with the stream (`recording`); the last layer's is the model's own distribution
     (the overview's output block and its logit lens)."""
     def compute() -> torch.Tensor:
-        trace = get_explanation(path, text, opts, recording=recording).trace
+        trace = get_explanation(path, text, opts, recording=recording, precision=precision).trace
         with torch.inference_mode():
-            return logit_lens(get_checkpoint(path).model, trace)[:, 0]
-    return _kept().get(("logit lens", path, text, opts, recording), compute)
+            return logit_lens(get_served(path, precision).model, trace)[:, 0]
+    return _kept().get(("logit lens", path, precision, text, opts, recording), compute)
 
 
 @st.cache_resource(show_spinner=False)
@@ -165,18 +184,18 @@ def decode_batcher() -> Batcher:
     """The process's batcher of decodings: sentences of one model and one set of options
     asked for at about the same time are decoded as one batch (at most
     $TRANSFORMER_MAX_BATCH; 1 turns batching off)."""
-    def run(group: tuple[str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
-        path, opts = group
-        return decode_many(get_checkpoint(path), ids, opts)
+    def run(group: tuple[str, str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
+        path, precision, opts = group
+        return decode_many(get_served(path, precision), ids, opts)
     most = config().max_batch
     return Batcher(run, max_batch=most, window=0.02 if most > 1 else 0.0)
 
 
 @st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)
-def get_knockout_effects(path: str, text: str, opts: DecodeOptions) -> dict[str, float]:
+def get_knockout_effects(path: str, text: str, opts: DecodeOptions, precision: str = FP32) -> dict[str, float]:
     """Every head's and every attention layer's effect on this sentence's translation."""
-    ex = get_explanation(path, text, opts)
-    return knockout_effects(get_checkpoint(path), ex.source_ids, ex.result.tokens)
+    ex = get_explanation(path, text, opts, precision=precision)
+    return knockout_effects(get_served(path, precision), ex.source_ids, ex.result.tokens)
 
 
 def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, upto: Cost,

@@ -109,7 +109,7 @@ def decode_early(ckpt: Checkpoint, text: str, settings: SidebarChoices) -> None:
         return
     try:
         with st.spinner(_("Translating…")):
-            resources.get_explanation(str(settings.checkpoint), text, settings.opts)
+            resources.get_explanation(str(settings.checkpoint), text, settings.opts, precision=settings.precision)
     except InputError:
         return
 
@@ -125,7 +125,7 @@ def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices,
         return None
     try:
         with st.spinner(_("Translating…")):
-            ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts)
+            ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts, precision=settings.precision)
     except InputError as exc:
         where.info(_("Nothing to show yet: {why}.").format(why=exc))
         return None

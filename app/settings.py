@@ -25,6 +25,9 @@ from app import state
 from figures import Display
 from i18n import N_, _, num
 from model.inference.options import ALPHAS, BEAM_SIZES, METHODS, DecodeOptions
+from model.inference.precision import DESCRIPTIONS as PRECISION_NAMES
+from model.inference.precision import FP32 as FP32_NAME
+from model.inference.precision import available as precision_available
 from model.storage import places
 from model.storage.checkpoint import Checkpoint, CheckpointError
 
@@ -112,6 +115,7 @@ TOP_K = declare("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
 TOP_P = declare("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
 SEED = declare("seed", "seed", _D.seed, int, bounds=(0, 10_000))
 PROJECTOR = declare("projector", "projector", False, flag)
+FP32 = declare("fp32", "fp32", False, flag)     # decode with plain fp32 where the model is served faster
 PRESENT = declare("present", "present", False, flag)     # the page's main chart alone, on the whole window
 TABLES = declare("tables", None, False, flag)     # every chart's numbers as a table too (a reader's own choice)
 IMAGE_FORMAT = declare("image_format", "format", "png", choices=("png", "svg"))
@@ -215,6 +219,7 @@ class SidebarChoices:
     image_format: str = "png"
     tables: bool = False          # every chart's numbers as a table below it
     present: bool = False         # the presentation view: the page's main chart alone (app/pages.py)
+    precision: str = FP32_NAME    # how sentences are decoded and traced (model/inference/precision.py)
 
     @property
     def display(self) -> Display:
@@ -304,9 +309,11 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
         below_checkpoint()
     chosen = checkpoints[names.index(name)]
     try:
-        alpha = load(chosen).beam_alpha
+        ckpt = load(chosen)
     except CheckpointError:
-        alpha = ALPHA.default
+        ckpt = None
+    alpha = ckpt.beam_alpha if ckpt is not None else ALPHA.default
+    precision = precision_ui(ckpt.precision if ckpt is not None else FP32_NAME)
     opts = decoding_ui(alpha)
     st.sidebar.subheader(_("Display"))
     projector = toggle(st.sidebar, PROJECTOR, _("Projector mode (large fonts, high contrast)"))
@@ -317,4 +324,18 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
                            "chart described in one sentence"))
     image_format = radio(st.sidebar, IMAGE_FORMAT, _("Figure download format"), horizontal=True,
                          help=_("the camera icon above each figure downloads it in this format"))
-    return SidebarChoices(chosen, opts, projector, image_format, tables, present)
+    return SidebarChoices(chosen, opts, projector, image_format, tables, present, precision)
+
+
+def precision_ui(served: str) -> str:
+    """How this model's sentences are computed: `served` (its card's choice, model.precision) unless the
+    student asks for plain fp32, the reference. Said under the model's picker whenever it is not fp32."""
+    if served == FP32_NAME or not precision_available(served):
+        return FP32_NAME
+    plain = toggle(st.sidebar, FP32, _("Plain fp32 (the reference, slower)"),
+                   help=_("This model is served with {name}: {what}. Its translations matched plain fp32's on "
+                          "the validation sets the model card names.").format(name=served,
+                                                                             what=_(PRECISION_NAMES[served])))
+    shown = FP32_NAME if plain else served
+    st.sidebar.caption(_("Computed with {what}.").format(what=_(PRECISION_NAMES[shown])))
+    return shown

@@ -315,3 +315,29 @@ def test_the_sentences_cache_stays_within_its_bytes(app_checkpoints, monkeypatch
         assert bound == 2 ** 20 and 0 < now <= bound
         held.append(now)
     assert 3 * held[0] > bound, held                  # three sentences' worth would not fit: the oldest went
+
+
+def test_a_model_served_fast_says_so_and_a_link_shows_plain_fp32(app_checkpoints, tmp_path, monkeypatch):
+    """A checkpoint whose card chose a faster precision (issue 43) is served with it, the sidebar says which, and
+    `fp32=1` in the link shows plain fp32 instead: the same translation either way."""
+    import shutil
+
+    from app import resources
+    from model.inference.precision import PackedLinear
+    from model.storage.checkpoint import write_config_entry
+    shutil.copytree(app_checkpoints / "multi30k-en-de", tmp_path / "multi30k-en-de")
+    write_config_entry(tmp_path / "multi30k-en-de", "precision", {"scheme": "onednn"})
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(tmp_path))
+    shown = {}
+    for link in ({}, {"fp32": "1"}):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params.update({"text": "A dog runs in the park.", **link})
+        goto(at, "explore")
+        assert not at.exception, at.exception
+        captions = " ".join(c.value for c in at.sidebar.caption)
+        shown[bool(link)] = ("oneDNN" in captions, "plain fp32" in captions, at.toggle(key="fp32").value,
+                             [m.value for m in at.markdown if m.value.startswith("###")])
+    assert shown[False][:3] == (True, False, False) and shown[True][:3] == (False, True, True), shown
+    assert shown[False][3] == shown[True][3] and shown[False][3], shown
+    served = resources.get_served(str(tmp_path / "multi30k-en-de"), "onednn").model
+    assert any(isinstance(m, PackedLinear) for m in served.modules())

@@ -5,6 +5,7 @@ import json
 
 import figures
 from model.storage.card import add_eval_report, corpora, read_eval_reports, render_card
+from model.storage.checkpoint import write_config_entry
 from tests.support import make_checkpoint
 
 
@@ -124,3 +125,15 @@ def test_a_part_that_started_from_a_grown_model_says_so(tokenizer, tmp_path):
     (tmp_path / "m" / "config.json").write_text(json.dumps(
         {**config, "epochs": 6, "train_args": {"init_from": "runs/g", "epochs": 6, "continued_from": start}}))
     assert f"epochs 5-6: continued from those weights, {note}, with `--init-from runs/g" in render_card(tmp_path / "m")
+
+
+def test_the_card_says_how_the_app_computes_and_what_that_kept(tokenizer, tmp_path):
+    from model.commands.precision import served_entry
+    make_checkpoint(tokenizer, tmp_path / "m")
+    assert "## Precision" not in render_card(tmp_path / "m")
+    sets = {"multi30k:val": {"sentences": 1014, "identical": 1.0, "bleu_fp32": 40.83, "bleu": 40.83}}
+    results = {"onednn": {"sets": sets, "attention_gap": 2.4e-7, "one_sentence_s": {"fp32": 0.0721, "onednn": 0.0519}}}
+    write_config_entry(tmp_path / "m", "precision", served_entry("onednn", results, ["../shared/data/multi30k:val"]))
+    card = render_card(tmp_path / "m")
+    assert "serves it as `onednn`" in card and "72 -> 52 ms" in card and "within 2.4e-07" in card
+    assert "| multi30k:val | 100.0% | 40.83 | 40.83 |" in card

@@ -1,11 +1,15 @@
-"""int8 copies of a model (model/inference/precision.py) and the command that measures them (model.precision)."""
+"""Fast copies of a model (model/inference/precision.py: oneDNN fp32, int8) and the command that measures them."""
 from __future__ import annotations
 
 import pytest
 import torch
 from torch import nn
 
-from model.inference.precision import SCHEMES, Int8WeightLinear, linears, quantized
+from model.commands.translate import main as translate_main
+from model.inference.decoding import decode
+from model.inference.options import DecodeOptions
+from model.inference.precision import ONEDNN, SCHEMES, Int8WeightLinear, PackedLinear, linears, quantized
+from model.storage.checkpoint import save_checkpoint
 from tests.support import random_batch, tiny_model
 
 
@@ -60,3 +64,36 @@ def test_the_command_refuses_to_choose_on_a_test_set(capsys):
         precision.main(["--checkpoint", "multi30k-en-de", "--set", "../shared/data/multi30k:test_2016_flickr",
                         "--write"])
     assert "not a test set" in capsys.readouterr().err
+
+
+def test_the_onednn_copy_is_fp32_to_its_last_digits_and_decodes_as_fp32_does():
+    """The served fast path (issue 43): every linear replaced by oneDNN's laid-out fp32 weights; logits within
+    fp32's rounding, the same beam search, the same attention rows; the fp32 model untouched."""
+    model = tiny_model(seed=5).eval()
+    fast = quantized(model, ONEDNN)
+    assert not [n for n, m in fast.named_modules() if type(m) is nn.Linear]
+    assert {n for n, m in fast.named_modules() if isinstance(m, PackedLinear)} == set(linears(model, ONEDNN))
+    assert all(type(model.get_submodule(n)) is nn.Linear for n in linears(model, ONEDNN))       # untouched
+    src = random_batch(40, [9, 7, 5], seed=2)
+    want, got = _logits(model, src), _logits(fast, src)
+    assert (got - want).abs().max() < 1e-4
+    opts = DecodeOptions("beam", beam_size=4, record_steps=True)
+    for a, b in zip(decode(model, src, opts), decode(fast, src, opts)):
+        assert a.tokens == b.tokens
+        rows = [(ha.cross_attn, hb.cross_attn) for sa, sb in zip(a.steps, b.steps)
+                for ha, hb in zip(sa.hypotheses, sb.hypotheses)]
+        assert rows and all((x - y).abs().max() < 1e-5 for x, y in rows)
+
+
+def test_translate_computes_at_the_checkpoints_served_precision_or_the_one_asked(tokenizer, tmp_path, capsys):
+    save_checkpoint(tmp_path / "m", tiny_model(tokenizer.vocab_size, seed=1), tokenizer, tokenizer,
+                    meta={"src_lang": "en", "tgt_lang": "de", "precision": {"scheme": ONEDNN}})
+    (tmp_path / "in.txt").write_text("the dog runs\na man in the park\n")
+    args = ["--checkpoint", str(tmp_path / "m"), "--input", str(tmp_path / "in.txt"), "--no-progress"]
+    outputs = {}
+    for precision in ("served", "fp32", ONEDNN):
+        assert translate_main([*args, "--precision", precision]) == 0
+        outputs[precision] = capsys.readouterr().out
+    assert outputs["served"] == outputs["fp32"] == outputs[ONEDNN] and outputs["fp32"].count("\n") == 2
+    with pytest.raises(SystemExit):
+        translate_main([*args, "--precision", "int4"])

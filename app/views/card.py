@@ -12,7 +12,7 @@ import streamlit as st
 import figures
 from app import resources
 from app.context import Context
-from app.settings import declare, layer_head
+from app.settings import PRECISION_NAMES, declare, layer_head
 from app.ui import chart, why
 from i18n import _, language, num
 from model.network.config import ModelConfig
@@ -68,6 +68,14 @@ def render(ctx: Context) -> None:
                                _("parameters"): [num(n, ",") for _c, n in counts] + [num(total, ",")]}),
                  hide_index=True, width="stretch")
     st.markdown(provenance(meta))
+    if (served := meta.get("precision")) and "identical" in served:   # issue 43: how its sentences are computed
+        st.markdown(_("**Served as** {what}: translations identical to plain fp32's on {shares} (`python -m "
+                      "model.precision`), one sentence {before} → {after} ms. This page shows {shown}.").format(
+            what=_(PRECISION_NAMES.get(served["scheme"], served["scheme"])),
+            shares=", ".join(f"{num(v, '.1%')} {k}" for k, v in served["identical"].items()),
+            before=num(served["one_sentence_ms"]["fp32"], ".0f"),
+            after=num(served["one_sentence_ms"].get(served["scheme"], 0), ".0f"),
+            shown=_(PRECISION_NAMES.get(ctx.precision, ctx.precision))))
     if hand := meta.get("hand_check"):         # issue 40: what a teacher would see on sentences of normal length
         st.markdown(_("**Judged by hand:** {right} of {of} everyday sentences of {words} words, written by hand and "
                       "in no data set, came back right (`{table}`).").format(**hand))

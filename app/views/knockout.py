@@ -42,7 +42,7 @@ def effects_grid(ctx: Context) -> None:
     """Every head alone, and every whole layer, switched off: how much less likely the translation
     becomes (computed once per sentence); a click on a cell shows that knockout's translation."""
     ckpt = ctx.checkpoint
-    effects = resources.get_knockout_effects(ctx.path, ctx.explanation.text, ctx.settings.opts)
+    effects = resources.get_knockout_effects(ctx.path, ctx.explanation.text, ctx.settings.opts, ctx.precision)
     modules = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in head_names(ckpt)))
     n_heads = ckpt.config.n_heads
     grid = np.array([[effects[f"{m}.{h}"] for h in range(n_heads)] + [effects[m]] for m in modules])

@@ -1,4 +1,4 @@
-"""Measure which int8 scheme a checkpoint may be served with, and store the choice beside it.
+"""Measure which fast scheme a checkpoint may be served with, and store the choice beside it.
 
 For each scheme of model/inference/precision.py, against the fp32 model on the same sentences (the
 checkpoint's own decoding: beam search with its alpha):
@@ -9,9 +9,9 @@ checkpoint's own decoding: beam search with its alpha):
   speed       one sentence as the app decodes it (its steps recorded), fp32 and the scheme taken in turns
               (A B A B), medians; and the first --speed-sentences sources through model.translate
 A scheme passes with >= 98 % identical on every set, BLEU within 0.3, attention within 0.02. With --write
-the fastest passing scheme (or fp32 if none passes) goes into the checkpoint's precision.json, which the
-app and the model card read. Choose on validation sets (the default: Multi30K val, Tatoeba val-long);
-score test sets once, to report.
+the fastest passing scheme (or fp32 if none passes) goes into the checkpoint's config.json ("precision",
+which the app serves and the model card shows), the whole report into its precision.json. Choose on
+validation sets (the default: Multi30K val, Tatoeba val-long); score test sets once, to report.
 
   python -m model.precision --checkpoint checkpoints/multi30k-en-de --write
   python -m model.precision --checkpoint checkpoints/multi30k-en-de --set ../shared/data/multi30k:test_2016_flickr
@@ -36,7 +36,7 @@ from model.inference.options import DecodeOptions
 from model.inference.pipeline import explain, source_ids, translate
 from model.inference.precision import FP32, SCHEMES, quantized
 from model.network.trace import Trace
-from model.storage.checkpoint import Checkpoint
+from model.storage.checkpoint import Checkpoint, write_config_entry
 from model.training.data import DataError, group_references, read_parallel
 from model.training.metrics import corpus_scores
 
@@ -130,6 +130,18 @@ def choose(results: dict[str, dict]) -> str:
     return min(ok)[1] if ok else FP32
 
 
+def served_entry(chosen: str, results: dict[str, dict], specs: list[str]) -> dict:
+    """config.json's "precision": the scheme the app serves and what it was measured to keep (the card says it)."""
+    entry: dict = {"scheme": chosen, "chosen_on": specs, "decoding": "beam 4", "report": PRECISION_FILE}
+    if chosen in results:
+        m = results[chosen]
+        entry |= {"identical": {k: v["identical"] for k, v in m["sets"].items()},
+                  "bleu": {k: [v["bleu_fp32"], v["bleu"]] for k, v in m["sets"].items()},
+                  "attention_gap": m["attention_gap"],
+                  "one_sentence_ms": {k: round(v * 1000, 1) for k, v in m["one_sentence_s"].items()}}
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=command.prog("model.precision"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(report, indent=1))
     if args.write:
         (ckpt.path / PRECISION_FILE).write_text(json.dumps(report, indent=1) + "\n")
-        print(f"wrote {ckpt.path / PRECISION_FILE}")
+        write_config_entry(ckpt.path, "precision", served_entry(chosen, results, specs))
+        print(f"wrote {ckpt.path / PRECISION_FILE} and config.json's \"precision\" (what the app serves)")
     return 0
 
 

@@ -10,6 +10,7 @@ import torch
 
 from model.inference.ensemble import Ensemble
 from model.inference.options import BEAM_SIZES, LENGTH_PENALTIES, METHODS, DecodeOptions
+from model.inference.precision import FP32, PRECISIONS, available, quantized
 from model.storage import places
 from model.storage.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.training.data import DataError, group_references, read_parallel
@@ -28,6 +29,23 @@ def add_ensemble_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ensemble", nargs="+", metavar="DIR", default=[],
                    help="more checkpoints decoded together with --checkpoint (the mean of their next-token "
                         "probabilities; same vocabulary); --checkpoint gives the tokenizer and the alpha")
+
+
+def add_precision_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--precision", choices=("served", *PRECISIONS), default="served",
+                   help="how the model computes: fp32, or a faster scheme of model/inference/precision.py; "
+                        "default: the checkpoint's own choice (config.json \"precision\", from `python -m "
+                        "model.precision --write`), as the app serves it. An --ensemble computes in fp32")
+
+
+def with_precision(args: argparse.Namespace, ckpt: Checkpoint) -> Checkpoint:
+    """The checkpoint whose model computes at --precision (a copy; the fp32 model is untouched)."""
+    chosen = ckpt.precision if args.precision == "served" else args.precision
+    if chosen == FP32 or getattr(args, "ensemble", None):
+        return ckpt
+    if not available(chosen):
+        fail(f"--precision {chosen}: this PyTorch has no oneDNN (torch.backends.mkldnn); use --precision fp32")
+    return dataclasses.replace(ckpt, model=quantized(ckpt.model, chosen))
 
 
 def add_split_args(p: argparse.ArgumentParser, default_split: str) -> None:

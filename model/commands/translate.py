@@ -19,9 +19,11 @@ from model.commands.shared import (
     add_checkpoint_arg,
     add_decode_args,
     add_ensemble_arg,
+    add_precision_arg,
     decode_options,
     fail,
     load_or_exit,
+    with_precision,
 )
 from model.inference.pipeline import translate
 
@@ -31,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_arg(p)
     add_ensemble_arg(p)
+    add_precision_arg(p)
     p.add_argument("--input", help="file with one sentence per line, or gzipped (.gz) (default: standard input)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together (default 32)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -38,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.batch_size < 1:
         fail("--batch-size must be at least 1")
-    ckpt = load_or_exit(args)
+    ckpt = with_precision(args, load_or_exit(args))
     opts = decode_options(args, ckpt)
     try:
         text = read_input(args.input) if args.input else sys.stdin.read()

@@ -1,7 +1,12 @@
-"""Fast CPU inference: a copy of the model whose linear layers hold int8 weights (issue 43, item 1).
+"""Fast CPU inference: a copy of the model whose linear layers compute faster (issue 43, item 1).
 
-Two of PyTorch's own routes, no kernels of ours; everything but the chosen linear layers (embeddings,
-LayerNorm, softmax, the attention itself) stays fp32:
+PyTorch's own routes, no kernels of ours; everything but the chosen linear layers (embeddings, LayerNorm,
+softmax, the attention itself) stays as it is:
+
+    onednn      fp32 still: every linear's weights laid out once, at load, for oneDNN's matrix kernel
+                (torch.ops.mkldnn, what torch.compile's frozen CPU graphs call). The same sums in another
+                order (within ~1e-6 of nn.Linear's); decoding is matrix-bound on the CPU and a few rows at a
+                time, where the laid-out weights are read 2-3x faster (BENCHMARKS.md, session 25)
 
     int8w       weight-only: every linear's weights int8 (one scale per output channel), its input and output
                 fp32, multiplied by PyTorch's CPU kernel for that (aten._weight_int8pack_mm, the one torchao's
@@ -21,17 +26,28 @@ import copy
 import torch
 from torch import nn
 
+from i18n import N_
 from model.network.transformer import Transformer
 
 FP32 = "fp32"
 EVERY = ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2", "generator")
-SCHEMES: dict[str, tuple[str, ...]] = {             # scheme -> the linears it quantises (name suffixes)
+ONEDNN = "onednn"
+SCHEMES: dict[str, tuple[str, ...]] = {             # scheme -> the linears it replaces (name suffixes)
+    ONEDNN: EVERY,
     "int8w": EVERY,
     "int8": EVERY,
     "int8-ffn": ("w_1", "w_2", "generator"),
     "int8-ffn1": ("w_1", "w_2"),
 }
 PRECISIONS = (FP32, *SCHEMES)
+DESCRIPTIONS = {                                     # what each does, said in the app and on the model card
+    FP32: N_("plain fp32, PyTorch's own linear layers"),
+    ONEDNN: N_("fp32 with its weights laid out once for oneDNN's matrix kernel (the same sums in another order)"),
+    "int8w": N_("int8 weights, fp32 arithmetic"),
+    "int8": N_("int8 weights and inputs (dynamic quantisation)"),
+    "int8-ffn": N_("int8 in the feed-forward and output layers"),
+    "int8-ffn1": N_("int8 in the feed-forward layers"),
+}
 
 
 def linears(model: nn.Module, scheme: str) -> list[str]:
@@ -41,20 +57,46 @@ def linears(model: nn.Module, scheme: str) -> list[str]:
             if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] in wanted]
 
 
+def available(scheme: str) -> bool:
+    """Whether this PyTorch build can run `scheme` (oneDNN is in every x86 CPU wheel, not in every build)."""
+    return scheme != ONEDNN or torch.backends.mkldnn.is_available()
+
+
 def quantized(model: Transformer, scheme: str) -> Transformer:
-    """A copy of `model` (in eval mode, on the CPU) with `scheme`'s linears int8; `model` is untouched."""
+    """A copy of `model` (in eval mode, on the CPU) with `scheme`'s linears replaced; `model` is untouched.
+    The copy runs under torch.inference_mode only (no gradients through it: attribution reads the fp32 model)."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown precision {scheme!r}: one of {', '.join(PRECISIONS)}")
+    if not available(scheme):
+        raise ValueError(f"precision {scheme!r} needs a PyTorch built with oneDNN (torch.backends.mkldnn)")
     copied = copy.deepcopy(model).cpu().eval()
-    if scheme == "int8w":
+    if scheme in ("int8w", ONEDNN):
+        kind = Int8WeightLinear if scheme == "int8w" else PackedLinear
         for name in linears(copied, scheme):
             parent, _, child = name.rpartition(".")
             owner = copied.get_submodule(parent) if parent else copied
-            setattr(owner, child, Int8WeightLinear(getattr(owner, child)))
+            setattr(owner, child, kind(getattr(owner, child)))
         return copied
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
     spec = {name: per_channel_dynamic_qconfig for name in linears(copied, scheme)}
     return quantize_dynamic(copied, qconfig_spec=spec, dtype=torch.qint8)
+
+
+class PackedLinear(nn.Module):
+    """nn.Linear in fp32 whose weight is laid out once for oneDNN (blocked for its kernel: an opaque tensor,
+    which cannot be copied or read back); y = x W^T + b as nn.Linear, the sums in oneDNN's order."""
+
+    ROWS_HINT = 4                      # the rows the layout is tuned for: a beam of 4, one token each
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        w = linear.weight.detach().float().contiguous()                       # (out, in)
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(w, self.ROWS_HINT)
+        self.bias = None if linear.bias is None else linear.bias.detach().float().clone()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:                       # (..., in) -> (..., out)
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 
 
 class Int8WeightLinear(nn.Module):
@@ -77,9 +119,10 @@ class Int8WeightLinear(nn.Module):
 
 
 def size_bytes(model: nn.Module) -> int:
-    """Bytes of the model's weights as held in memory (int8 packed weights counted as stored)."""
+    """Bytes of the model's weights as held in memory (int8 packed weights counted as stored; oneDNN's laid-out
+    fp32 weights as fp32)."""
     state = model.state_dict()
-    total = 0
+    total = sum(4 * m.in_features * m.out_features for m in model.modules() if isinstance(m, PackedLinear))
     for value in state.values():
         if isinstance(value, torch.Tensor):
             total += value.numel() * value.element_size()

@@ -147,7 +147,8 @@ def render_card(directory: str | Path) -> str:
         lines += [f"| {r['epoch']} | {r['step']} | {r['train_loss']:.3f} | {r['val_loss']:.3f} | {r['val_bleu']:.2f} | "
                   f"{r['val_chrf']:.2f} | {r['tokens_per_s']:,} | {r['wall_time_s'] / 60:.1f} |" for r in log]
         lines.append("")
-    lines += [*_decoding(config.get("decoding")), *_confidence(config.get("confidence")),
+    lines += [*_decoding(config.get("decoding")), *_precision(config.get("precision")),
+              *_confidence(config.get("confidence")),
               *_faithfulness(config.get("faithfulness")), *_hand_check(config.get("hand_check")), "## Quality", ""]
     for report in evals:
         lines += _quality(report)
@@ -244,6 +245,22 @@ def _decoding(decoding: dict[str, Any] | None) -> list[str]:
                     ("α", "BLEU", "brevity penalty", "length ratio"),
                     [(f"{t['alpha']:g}", f"{t['bleu']:.2f}", f"{t['brevity']:.3f}", f"{t['length_ratio']:.3f}")
                      for t in decoding.get("tried", [])])
+
+
+def _precision(entry: dict[str, Any] | None) -> list[str]:
+    """How the app computes this model's sentences (`python -m model.precision --write`) and what that kept."""
+    if not entry:
+        return []
+    if "identical" not in entry:
+        return ["## Precision", "", f"The app serves it as {entry['scheme']}.", ""]
+    ms = entry["one_sentence_ms"]
+    return _section("Precision",
+                    f"The app serves it as `{entry['scheme']}`, chosen by `python -m model.precision` on "
+                    f"{', '.join(entry['chosen_on'])} ({entry['decoding']}); every attention weight within "
+                    f"{entry['attention_gap']:.1e} of fp32's; one sentence as the app decodes it "
+                    f"{ms['fp32']:.0f} -> {ms[entry['scheme']]:.0f} ms. The link parameter `fp32=1` shows plain fp32.",
+                    ("set", "identical to fp32", "BLEU fp32", "BLEU served"),
+                    [(name, f"{share:.1%}", *entry["bleu"][name]) for name, share in entry["identical"].items()])
 
 
 def _confidence(entry: dict[str, Any] | None) -> list[str]:

@@ -82,6 +82,12 @@ class Checkpoint:
         return Calibration.from_dict(entry) if entry else None
 
     @property
+    def precision(self) -> str:
+        """How the app serves this checkpoint (config.json "precision", written by `python -m model.precision
+        --write`): "fp32" or a scheme of model/inference/precision.py."""
+        return str(self.meta.get("precision", {}).get("scheme", "fp32"))
+
+    @property
     def beam_alpha(self) -> float:
         """The beam's GNMT length-penalty exponent this checkpoint was tuned for
         (config.json "decoding", written by `python -m model.tune`), else DecodeOptions' default."""
