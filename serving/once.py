@@ -70,21 +70,21 @@ class Once(Generic[T]):
 
 
 def tensor_bytes(obj: Any) -> int:
-    """The bytes of the tensors `obj` holds (in dataclass fields, dicts, lists, tuples, sets), each
-    storage counted once: what a result of the model costs a cache. Other objects count nothing."""
-    seen: set[tuple[int, int]] = set()
-    total, todo = 0, [obj]
+    """The bytes of the tensors `obj` holds (in dataclass fields, dicts, lists, tuples, sets): what a result of
+    the model costs a cache. Each storage counts once, and no more than its views in `obj` cover (a slice of a
+    model's buffer, the positional encodings' table, costs only the slice). Other objects count nothing."""
+    held: dict[tuple[int, int], int] = {}          # storage -> bytes its views cover (at most the storage's)
+    todo = [obj]
     while todo:
         o = todo.pop()
         if isinstance(o, torch.Tensor):
             storage = o.untyped_storage()
-            if (storage.data_ptr(), storage.nbytes()) not in seen:
-                seen.add((storage.data_ptr(), storage.nbytes()))
-                total += storage.nbytes()
+            key = (storage.data_ptr(), storage.nbytes())
+            held[key] = min(storage.nbytes(), held.get(key, 0) + o.numel() * o.element_size())
         elif isinstance(o, dict):
             todo.extend(o.values())
         elif isinstance(o, list | tuple | set | frozenset):
             todo.extend(o)
         elif dataclasses.is_dataclass(o) and not isinstance(o, type):
             todo.extend(getattr(o, f.name) for f in dataclasses.fields(o))
-    return total
+    return sum(held.values())

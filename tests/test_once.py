@@ -59,4 +59,6 @@ def test_tensor_bytes_counts_each_storage_once_wherever_it_is_held():
     a, b = torch.zeros(10, 4), torch.ones(3, dtype=torch.float64)
     held = Held({"a": a, "view": a[2:5], "b": b}, [(a.T, "label"), {1.5}])
     assert tensor_bytes(held) == 10 * 4 * 4 + 3 * 8
+    table = torch.zeros(100, 8)                          # a model's buffer: a slice of it costs the slice
+    assert tensor_bytes({"positional": table[:5], "b": b}) == 5 * 8 * 4 + 3 * 8
     assert tensor_bytes("no tensors") == 0

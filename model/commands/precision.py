@@ -36,6 +36,7 @@ from model.inference.options import DecodeOptions
 from model.inference.pipeline import explain, source_ids, translate
 from model.inference.precision import FP32, SCHEMES, quantized
 from model.network.trace import Trace
+from model.storage.card import write_card
 from model.storage.checkpoint import Checkpoint, write_config_entry
 from model.training.data import DataError, group_references, read_parallel
 from model.training.metrics import corpus_scores
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         (ckpt.path / PRECISION_FILE).write_text(json.dumps(report, indent=1) + "\n")
         write_config_entry(ckpt.path, "precision", served_entry(chosen, results, specs))
+        write_card(ckpt.path)
         print(f"wrote {ckpt.path / PRECISION_FILE} and config.json's \"precision\" (what the app serves)")
     return 0
 
