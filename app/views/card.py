@@ -69,13 +69,14 @@ def render(ctx: Context) -> None:
                  hide_index=True, width="stretch")
     st.markdown(provenance(meta))
     if (served := meta.get("precision")) and "identical" in served:   # issue 43: how its sentences are computed
+        shown = _("This session shows it.") if ctx.precision == served["scheme"] else \
+            _("This session shows plain fp32 (the sidebar's toggle).")
         st.markdown(_("**Served as** {what}: translations identical to plain fp32's on {shares} (`python -m "
-                      "model.precision`), one sentence {before} → {after} ms. This page shows {shown}.").format(
+                      "model.precision`), one sentence {before} → {after} ms.").format(
             what=_(PRECISION_NAMES.get(served["scheme"], served["scheme"])),
             shares=", ".join(f"{num(v, '.1%')} {k}" for k, v in served["identical"].items()),
             before=num(served["one_sentence_ms"]["fp32"], ".0f"),
-            after=num(served["one_sentence_ms"].get(served["scheme"], 0), ".0f"),
-            shown=_(PRECISION_NAMES.get(ctx.precision, ctx.precision))))
+            after=num(served["one_sentence_ms"].get(served["scheme"], 0), ".0f")) + " " + shown)
     if hand := meta.get("hand_check"):         # issue 40: what a teacher would see on sentences of normal length
         st.markdown(_("**Judged by hand:** {right} of {of} everyday sentences of {words} words, written by hand and "
                       "in no data set, came back right (`{table}`).").format(**hand))
