@@ -4,9 +4,11 @@ The teacher presses "Start a class" in the sidebar: a code, a join link (`?class
 code to project, and a teacher link (with the secret) to keep. At the end of every teacher run the
 page and its link parameters (exactly what app/links.py writes into the address bar) are published.
 A student who opens the join link, or types the code, follows: a small fragment checks the class
-every FOLLOW_SECONDS (the class bell, app/bell.py, is built but not switched on: see BENCHMARKS.md session
-22); a newer view is applied at the start of the next run (every linked setting
+when the class bell rings (app/bell.py: the browser is told when the class changes) and every
+FOLLOW_SECONDS anyway; a newer view is applied at the start of the next run (every linked setting
 set to the teacher's value or its default, the decoding step, the page) and the whole page reruns.
+On the step page the bell rings in the step-through's own fragment instead (follow_here), which applies
+a new step by itself: the teacher's Next reruns that fragment alone on every student's page.
 A student who changes anything themselves has left (said, with "Follow the teacher again").
 
 Roles: only a session that holds the secret publishes; a student's session never sees it. Faults:
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from app import lab_models, limits, links, resources, state
+from app import bell, lab_models, limits, links, resources, state
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
@@ -33,7 +35,8 @@ from serving.class_store import ClassGone, NotTeacher, Poll, StoreDown, View
 
 CLASS, TEACHER, SEAT = links.CLASS, links.TEACHER, links.SEAT   # link parameters: the join code; the teacher's
 SEAT_ID = re.compile(r"[0-9a-f]{12}")                           # secret; a student's anonymous id (its seat)
-FOLLOW_SECONDS = 0.5                         # how often a follower's page checks its class
+FOLLOW_SECONDS = 2.0                         # how often a follower's page checks its class unasked (the bell
+                                             # rings at once; this says the student is there, and is its fallback)
 TEACHER_SECONDS = 2.0                        # how often the teacher's sidebar counts followers
 CHECK_IN_SECONDS = 3.0                       # how often a follower says it is there
 
@@ -46,6 +49,8 @@ class Membership:
     student: str = field(default_factory=lambda: secrets.token_hex(6))
     following: bool = True
     applied: int = 0                         # the class view's version applied last
+    seen: int = 0                            # the class view's version the last check saw
+    bell: str = ""                           # the class's bell token (app/bell.py), a student's
     pending: View | None = None              # to apply at the start of the next run
     baseline: tuple | None = None            # (page, params) of the view applied last
     checked_in: float = 0.0
@@ -96,6 +101,10 @@ def join(code_text: str, secret: str | None = None, seat: str | None = None) -> 
     except StoreDown:
         return _("The class server cannot be reached right now; try again in a minute.")
     m = Membership(code, secret)
+    try:
+        m.bell = s.bell_token(code)
+    except (ClassGone, StoreDown):             # just read: the bell stays silent, the check still runs
+        pass
     if not m.teacher and seat is not None and SEAT_ID.fullmatch(seat):
         m.student = seat
     if not m.teacher:
@@ -141,7 +150,7 @@ def apply_pending(site: Site) -> str | None:
 
 
 def _watch(m: Membership) -> None:
-    """A follower's check (every FOLLOW_SECONDS): a newer view reruns the whole page."""
+    """A follower's check (the bell rang, or FOLLOW_SECONDS passed): a newer view reruns the whole page."""
     s = store()
     try:
         now = time.monotonic()
@@ -157,6 +166,7 @@ def _watch(m: Membership) -> None:
             m.trouble = N_("The class cannot be reached right now: you are on your own until it is back.")
             st.rerun(scope="app")
         return
+    m.seen = view.version
     if m.trouble is not None:                # back: the notice goes, following resumes below
         m.trouble = None
         st.rerun(scope="app")
@@ -318,8 +328,59 @@ def _student_panel(m: Membership) -> None:
 
 @fragment(run_every=FOLLOW_SECONDS)
 def follower_tick(m: Membership) -> None:
-    """Drawn once per run (in the main area, app/polls.py): a follower's check of the class."""
+    """Drawn once per run (in the main area, app/polls.py): a follower's check of the class, and the bell
+    that runs it again as soon as the class changes (unless the page's own fragment hears it: follow_here)."""
     _watch(m)
+    if m.bell and not _page_hears(m):
+        bell.listen(m.code, m.bell, m.seen)
+
+
+# ---- a change followed by the page's own fragment ------------------------------------------------
+# The pages whose fragment follows these link parameters itself (it calls follow_here): the step page's
+# Next, the change a class sees most, reruns the step-through alone (app/views/stepper.py), not the whole page.
+FOLLOWED_IN_PAGE: dict[str, tuple[str, ...]] = {"step": (links.STEP,)}
+
+
+def _page_hears(m: Membership) -> bool:
+    """Whether a following student's page hears the bell in its own fragment (the page they follow is one of
+    FOLLOWED_IN_PAGE's)."""
+    return (not m.teacher and m.following and bool(m.bell) and m.baseline is not None
+            and m.baseline[0] in FOLLOWED_IN_PAGE)
+
+
+def follow_here() -> None:
+    """In the fragment of a FOLLOWED_IN_PAGE page (for a following student; nothing otherwise): the class bell
+    is drawn here, so that when it rings this fragment runs again, and reads the class. A teacher's change of
+    the page's own parameters alone (the step) is applied here, before the fragment draws; any other change
+    (a sentence, a setting, another page, a poll) reruns the whole page, as follower_tick does."""
+    m = membership()
+    if m is None or not _page_hears(m) or state.held(state.PAGE) != m.baseline[0]:
+        return
+    try:
+        view = store().view(m.code)
+    except (ClassGone, StoreDown):               # said by the whole page's check (follower_tick, in _watch)
+        st.rerun(scope="app")
+    m.seen = view.version
+    if view.version != m.applied:
+        if not followed_in_page(m.baseline, m.poll, view):
+            m.pending = view
+            st.rerun(scope="app")
+        cursor = state.cursor()
+        cursor.pending, cursor.playing = links.linked_step(view.params) or 0, False
+        m.applied, m.baseline = view.version, (view.page, dict(view.params))
+    bell.listen(m.code, m.bell, m.seen)
+
+
+def followed_in_page(baseline: tuple[str, dict[str, str]], poll: Poll | None, view: View) -> bool:
+    """Whether the page `baseline` shows (its page and link parameters, with `poll` open) becomes `view` by
+    changing only what the page's own fragment follows (FOLLOWED_IN_PAGE): the same page, the same poll, every
+    other parameter the same."""
+    page, params = baseline
+    owned = FOLLOWED_IN_PAGE.get(page)
+    if owned is None or view.page != page or view.poll != poll:
+        return False
+    return ({k: v for k, v in view.params.items() if k not in owned}
+            == {k: v for k, v in params.items() if k not in owned})
 
 
 def join_banner() -> None:

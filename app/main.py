@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 
 import streamlit as st  # noqa: E402
 
-from app import classroom, lab_models, links, pages, polls, resources, state  # noqa: E402
+from app import bell, classroom, lab_models, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
 from app.settings import PROJECTOR, chosen_language, sidebar  # noqa: E402
 from app.ui import page_style  # noqa: E402
@@ -87,3 +87,5 @@ def main() -> None:
 
 if __name__ == "__main__":   # Streamlit runs this file as __main__; a training lab's spawned process
     main()                   # imports it as __mp_main__ and must not draw the whole app again
+elif __name__ != "__mp_main__":   # `streamlit run app/main.py` finds this and serves the app through it
+    server = st.App(__file__, routes=bell.routes())   # (ASGI): the pages and the class bell's route (app/bell.py)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 
 import plotly.graph_objects as go
+import plotly.io
 import streamlit as st
 import torch
 
@@ -274,13 +275,37 @@ def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
     return _kept().get(("encoder batch", path, texts), lambda: encoder_trace(get_checkpoint(path), list(texts)))
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
-def get_figure(name: str, key: Hashable, display: Display, lang: str, _build: Callable[[], go.Figure]) -> go.Figure:
-    """The figure `name` drawn from `key` (everything it depends on) on `display`, in the interface
+def get_figure(name: str, key: Hashable, display: Display, lang: str, build: Callable[[], go.Figure]) -> go.Figure:
+    """The figure `name` drawn from `key` (everything it depends on: hashable) on `display`, in the interface
     language `lang` (its titles and labels), built once per process and shared (never changed after: its
     dict, what st.plotly_chart sends, is made once too). A widget change that does not touch `key` then costs
-    no figure building."""
-    return shared(display.apply(_build()))
+    no figure building. Kept in one cache per process bounded by the bytes the figures send
+    ($TRANSFORMER_FIGURES_MB) and by FIGURES_KEPT, oldest-used out first; its key is Python's own hash (a
+    Streamlit cache hashed the key's every field on every call: ~2 ms of a follower's step, BENCHMARKS.md
+    session 26)."""
+    return _figures().get((name, key, display, lang), lambda: shared(display.apply(build())))
+
+
+FIGURES_KEPT = 256
+
+
+def _figures() -> Once:
+    return _figures_of(config().figures_mb * 2 ** 20)
+
+
+@st.cache_resource(show_spinner=False)
+def _figures_of(max_bytes: int) -> Once:
+    return Once(keep=FIGURES_KEPT, max_bytes=max_bytes, size=figure_bytes)
+
+
+def figure_bytes(fig: go.Figure) -> int:
+    """What a shared figure costs the cache: the bytes of its JSON, as st.plotly_chart sends it."""
+    return len(plotly.io.to_json(fig.to_dict(), validate=False))
+
+
+def figures_held() -> tuple[int, int, int]:
+    """The figures kept now: how many, their bytes (as sent), and the bound."""
+    return len(_figures()), _figures().held(), _figures().max_bytes or 0
 
 
 # ---- admission -------------------------------------------------------------------------------

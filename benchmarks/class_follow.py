@@ -8,13 +8,16 @@ join link at once. Every session runs its timed fragments and its class bell as 
 follower's page waits on the bell and checks its class every 2 s anyway; the teacher counts followers every
 2 s). Then:
   changes  the teacher presses Next --changes times and types a new sentence once, a few seconds
-           apart; per change and follower: from the teacher's run finishing (its view is published
-           then) to the follower's page writing the same link (the end of the run that applied it)
+           apart; per change and follower: from the teacher's run finishing (its view is published then)
+           to the follower's page writing the same link (the end of the run that applied it); all
+           changes together (follow_p*), and each kind alone (follow_next_p*, follow_sentence_p*)
   idle     --idle seconds of following with nothing changing: the server's CPU (app processes,
            HAProxy, Redis) over that time, in cores
   poll     the teacher opens "What comes next?", every follower types an answer, the teacher
            reveals: per follower, from the teacher's click to its page first showing the chart
-Errors: runs that did not finish, exception elements, followers that never caught up.
+Errors: runs that did not finish, exception elements, followers that never caught up. Dropped (not errors): a
+bell's fragment rerun that Streamlit never started because a whole run in between drew the fragment anew (a browser
+asks and does not wait; that whole run read the class too).
 """
 from __future__ import annotations
 
@@ -31,11 +34,12 @@ async def measure(args) -> dict:
     teacher, followers, tasks = await open_class(args.url, args.students, SENTENCES[0])
     await asyncio.sleep(3)
 
-    latencies, missed = [], 0
+    latencies, missed, by_kind = [], 0, {"next": [], "sentence": []}
     for i in range(args.changes):
-        got, lost = await change(teacher, followers, f"change {i}",
-                                 SENTENCES[1] if i == args.changes // 2 else None, args.timeout)
+        sentence = SENTENCES[1] if i == args.changes // 2 else None
+        got, lost = await change(teacher, followers, f"change {i}", sentence, args.timeout)
         latencies += got
+        by_kind["sentence" if sentence else "next"] += got
         missed += lost
         await asyncio.sleep(args.think)
 
@@ -68,9 +72,11 @@ async def measure(args) -> dict:
     errors = [e for x in (teacher, *followers) for e in x.errors]
     return {"students": args.students, "changes": args.changes, "follow_p50": pct(latencies, 0.5),
             "follow_p95": pct(latencies, 0.95), "follow_max": max(latencies, default=None), "missed": missed,
+            **{f"follow_{kind}_p{q}": pct(xs, q / 100) for kind, xs in by_kind.items() for q in (50, 95)},
             "idle_seconds": args.idle, "idle_cores": idle_cores, "poll_opened": opened,
             "reveal_p50": pct(reveal, 0.5), "reveal_p95": pct(reveal, 0.95), "reveal_max": max(reveal, default=None),
-            "revealed_to": len(reveal), "errors": len(errors), "error_samples": errors[:5]}
+            "revealed_to": len(reveal), "errors": len(errors), "error_samples": errors[:5],
+            "dropped": sum(x.dropped for x in (teacher, *followers))}
 
 
 def main() -> None:

@@ -27,12 +27,15 @@ class Session:
         self.s = student
         self.lock = asyncio.Lock()
         self.errors: list[str] = []
+        self.dropped = 0                     # fragment reruns the server dropped (Student.rerun), not errors
         self.stopped = False
 
     async def run(self, kind: str, states: list = (), fragment: str = "") -> float:
         async with self.lock:
             run = await self.s.rerun(kind, states, fragment=fragment)
-        if not run.ok:
+        if run.dropped:
+            self.dropped += 1
+        elif not run.ok:
             self.errors.append(f"{kind}: {run.error}")
         return time.monotonic()
 

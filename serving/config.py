@@ -8,6 +8,7 @@
 | TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
 | TRANSFORMER_MAX_BATCH | 16 | sentences decoded in one batch per process (1: each alone; serving/batching.py) |
 | TRANSFORMER_CACHE_MB | 256 | MB of tensors a process keeps of its sentences' decodings and traces (app/resources) |
+| TRANSFORMER_FIGURES_MB | 16 | MB of figures a process keeps to share between sessions, as sent (their JSON) |
 | TRANSFORMER_LAB_SLOTS | one per two cores | training-lab runs at once (serving/lab_jobs.py) |
 | TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
 | TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
@@ -71,6 +72,7 @@ class ServingConfig:
     max_waiting: int = 60             # students in line before the next is turned away
     max_batch: int = 16               # sentences decoded together
     cache_mb: int = 256               # decodings and traces kept, in MB of tensors
+    figures_mb: int = 16              # figures kept, in MB of their JSON
     lab_slots: int = 1                # lab runs training at once
     lab_max_seconds: float = 180.0    # a lab run's time cap
     lab_threads: int = 1              # torch threads of a lab run's process
@@ -101,6 +103,7 @@ class ServingConfig:
             max_waiting=int(env.get("TRANSFORMER_MAX_WAITING") or 60),
             max_batch=_int(env, "TRANSFORMER_MAX_BATCH", 16),
             cache_mb=_int(env, "TRANSFORMER_CACHE_MB", 256),
+            figures_mb=_int(env, "TRANSFORMER_FIGURES_MB", 16),
             lab_slots=_int(env, "TRANSFORMER_LAB_SLOTS", half),
             lab_max_seconds=float(env.get("TRANSFORMER_LAB_MAX_SECONDS") or 180),
             lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from streamlit.util import calc_hash
 
 TIMEOUT = 120.0
+DROPPED_SECONDS = 5.0     # a fragment's rerun not started by then was dropped by the server (Student.rerun)
 EARLY_FOR_RERUN = 2   # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 
 
@@ -87,6 +88,7 @@ class Run:
     error: str = ""
     with_static: float | None = None   # first page: plus the HTTP requests before the websocket
     waited: bool = False               # the page showed the admission gate's "in line" note
+    dropped: bool = False              # a fragment's rerun the server never started (see Student.rerun)
 
 
 @dataclass
@@ -111,6 +113,7 @@ class Student:
         self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
         self.cache: dict[str, object] = {}
         self.done: asyncio.Future | None = None
+        self.started: asyncio.Future | None = None   # the run asked for last has begun (its new_session)
         self.fragment_run = False
         self.saw_wait = False
         self.ws = None
@@ -193,6 +196,8 @@ class Student:
         elif msg.metadata.cacheable and msg.hash:
             self.cache[msg.hash] = msg
         if kind == "new_session":
+            if self.started is not None and not self.started.done():
+                self.started.set_result(True)
             self.page_hash = msg.new_session.page_script_hash
             if not self.fragment_run:          # a fragment's rerun redraws only the fragment
                 self.widgets.clear(), self.blocks.clear(), self.markdown.clear()
@@ -280,11 +285,16 @@ class Student:
             self.runs.append(run)
             return run
         self.done = asyncio.get_running_loop().create_future()
+        self.started = asyncio.get_running_loop().create_future()
         self.fragment_run = bool(fragment)
         self.saw_wait = False
         start = time.monotonic()
         try:
             await self.ws.send(BackMsg(rerun_script=client).SerializeToString())
+            if fragment and not await self._starts():
+                run = Run(kind, time.monotonic() - start, True, dropped=True)
+                self.runs.append(run)
+                return run
             await asyncio.wait_for(asyncio.shield(self.done), timeout)
         except (TimeoutError, ConnectionError, _closed()) as exc:
             run = Run(kind, time.monotonic() - start, False, f"{type(exc).__name__}: {exc}")
@@ -296,6 +306,16 @@ class Student:
             run = Run(kind, time.monotonic() - start, not problems, "; ".join(problems), waited=self.saw_wait)
         self.runs.append(run)
         return run
+
+    async def _starts(self) -> bool:
+        """Whether the run just asked for starts within DROPPED_SECONDS. Streamlit drops the rerun of a
+        fragment that a whole run in between has drawn elsewhere (its id changed: app_session.py, "does not
+        exist anymore"), silently; a browser does not wait for an answer, and neither does this."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self.started), DROPPED_SECONDS)
+        except TimeoutError:
+            return self.done.done()
+        return True
 
     def address(self) -> str:
         """The address bar: the page's path and the link's parameters (a link at / with a

@@ -317,6 +317,36 @@ def test_the_sentences_cache_stays_within_its_bytes(app_checkpoints, monkeypatch
     assert 3 * held[0] > bound, held                  # three sentences' worth would not fit: the oldest went
 
 
+def test_shared_figures_are_kept_within_their_bytes_and_built_once(monkeypatch):
+    """TRANSFORMER_FIGURES_MB bounds the figures a process shares by the bytes they send: the same key gives the
+    same figure without building it again, and once the bound is passed the oldest-used goes (built again when
+    asked for)."""
+    import plotly.graph_objects as go
+
+    from app import resources
+    from figures import Display
+    monkeypatch.setenv("TRANSFORMER_FIGURES_MB", "1")
+    built: list[int] = []
+
+    def build(i: int):
+        built.append(i)
+        return go.Figure(go.Heatmap(z=np.full((200, 200), float(i))))   # ~0.43 MB of JSON each
+
+    def get(i: int):
+        return resources.get_figure("test_big", ("a key", i), Display(), "en", lambda: build(i))
+
+    first = get(0)
+    assert get(0) is first and built == [0]
+    assert 0.3 * 2 ** 20 < resources.figure_bytes(first) < 0.6 * 2 ** 20
+    for i in (1, 2, 3):
+        get(i)
+    count, held, bound = resources.figures_held()
+    assert bound == 2 ** 20 and held <= bound and count == 2, (count, held)
+    assert get(3) is not None and built == [0, 1, 2, 3]           # the newest kept
+    get(0)
+    assert built == [0, 1, 2, 3, 0]                                # the oldest went
+
+
 def test_a_model_served_fast_says_so_and_a_link_shows_plain_fp32(app_checkpoints, tmp_path, monkeypatch):
     """A checkpoint whose card chose a faster precision (issue 43) is served with it, the sidebar says which, and
     `fp32=1` in the link shows plain fp32 instead: the same translation either way."""

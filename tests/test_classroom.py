@@ -126,6 +126,27 @@ def test_a_class_bell_token_is_the_classes_own_and_a_guessed_code_has_none(store
         store.bell_token("ZZZZZZZZ" if a.code != "ZZZZZZZZ" else "YYYYYYYY")
 
 
+def test_only_a_change_of_the_step_alone_is_followed_by_the_step_pages_own_fragment():
+    """app/classroom.followed_in_page: a follower's step page applies the teacher's next step in its fragment
+    (the bell rings there); a new sentence, a setting, another page or a poll reruns the whole page."""
+    from app.classroom import followed_in_page
+    from serving.class_store import Poll, View
+    shown = ("step", {"text": "a dog runs", "method": "beam", "step": "2"})
+    poll = Poll("p1", "next-token", {"prompt": "?"})
+
+    def view(page="step", poll=None, **params):
+        return View(7, page, {**shown[1], **params}, poll)
+    assert followed_in_page(shown, None, view(step="3"))
+    assert followed_in_page(shown, None, view(step="0"))
+    assert followed_in_page(shown, None, View(7, "step", {"text": "a dog runs", "method": "beam"}, None))
+    assert not followed_in_page(shown, None, view(step="3", text="a cat sleeps"))
+    assert not followed_in_page(shown, None, view(method="greedy"))
+    assert not followed_in_page(shown, None, view(page="explore"))
+    assert not followed_in_page(shown, None, view(step="3", poll=poll))          # a poll opened
+    assert followed_in_page(shown, poll, view(step="3", poll=poll))
+    assert not followed_in_page(("explore", shown[1]), None, View(7, "explore", {**shown[1], "step": "3"}, None))
+
+
 def test_a_class_without_its_teacher_for_hours_ends(store_and_clock):
     store, clock = store_and_clock
     c = store.start("overview", {})

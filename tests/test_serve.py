@@ -252,6 +252,8 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
         _shows(s, "Step 1 of")
 
     leaver, stayer = students
+    rang: list[int] = []                                               # the class bell's answers (app/bell.py)
+    stayer.on("response", lambda r: rang.append(r.status) if "/_class/bell" in r.url else None)
     leaver.get_by_role("button", name="Next").first.click()          # on their own: they leave
     settle(leaver)
     _shows(leaver, "Exploring on your own")
@@ -259,6 +261,7 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
         teacher.get_by_role("button", name="Next").first.click()
         settle(teacher)
     _shows(stayer, "Step 3 of")
+    assert 200 in rang, rang                                           # the page was told, in the browser
     assert "Step 2 of" in leaver.locator("body").inner_text()
     leaver.get_by_role("button", name="Follow the teacher again").click()
     _shows(leaver, "Step 3 of")

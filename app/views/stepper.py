@@ -105,6 +105,8 @@ def render(ctx: Context) -> None:
 def stepping(ctx: Stepping) -> None:
     """Everything a step changes. A fragment: Prev / Next / Play / the slider rerun only this,
     not the sidebar, the sentence and its translation (a class on one link steps together)."""
+    if ctx.site is not None:         # a page's (not the lab's): a follower's next step is heard and applied here
+        classroom.follow_here()
     ex, settings = ctx.explanation, ctx.settings
     steps = ex.result.steps
     cursor = ctx.cursor
