@@ -45,7 +45,7 @@ from model.storage.convert import import_marian
 from serving import class_store as stores
 from serving.admission import Gate
 from serving.batching import Batcher
-from serving.config import ServingConfig
+from serving.config import VARIABLES, ServingConfig
 from serving.lab_jobs import MachineSlots, Scheduler, train_in_process
 from serving.lab_shelf import LabShelf
 from serving.once import Once, tensor_bytes
@@ -57,12 +57,12 @@ MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every vie
 def config() -> ServingConfig:
     """The process's configuration (serving/config.py), made once from its environment. (Keyed by
     the TRANSFORMER_* variables: tests start several apps with other settings in one process.)"""
-    return _config(tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TRANSFORMER_"))))
+    return _config(tuple(os.environ.get(name) for name in VARIABLES))
 
 
-@functools.cache          # not st.cache_resource: this runs on every rerun, and needs no Streamlit hashing
-def _config(env: tuple[tuple[str, str], ...]) -> ServingConfig:
-    return ServingConfig.from_env(dict(env))
+@functools.cache          # not st.cache_resource: this runs many times a run, and needs no Streamlit hashing
+def _config(values: tuple[str | None, ...]) -> ServingConfig:
+    return ServingConfig.from_env({k: v for k, v in zip(VARIABLES, values, strict=True) if v is not None})
 
 
 def checkpoints_dir() -> Path:
@@ -326,7 +326,7 @@ def class_store() -> stores.ClassStore | None:
     return _class_store(config().redis, config().classes)
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache          # one per process (and settings); called several times a run: no Streamlit hashing
 def _class_store(redis: str | None, on: bool) -> stores.ClassStore | None:
     if not on:
         return None

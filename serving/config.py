@@ -37,6 +37,15 @@ from model.storage import places
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Every variable of the table above (tests/test_serving_config.py checks): what the configuration is made from
+# (app/resources.config reads these alone, not the whole environment, on each of its calls).
+VARIABLES: tuple[str, ...] = tuple("TRANSFORMER_" + name for name in (
+    "CHECKPOINTS", "THREADS", "ADMIT", "MAX_WAITING", "MAX_BATCH", "CACHE_MB", "FIGURES_MB", "LAB_SLOTS",
+    "LAB_MAX_SECONDS", "LAB_THREADS", "LAB_LOCKS", "LAB_OWNED", "LAB_PER_STUDENT", "LAB_DISK_MB", "LAB_KEEP_HOURS",
+    "ADD_MODELS", "DATA", "REDIS", "CLASSES", "JOINS_PER_MINUTE", "CLASSES_PER_HOUR", "SENTENCES_PER_MINUTE",
+    "PROXIED",
+))
+
 
 STREAMLIT_CONFIG = (ROOT / ".streamlit" / "config.toml",                         # a checkout
                     ROOT / "transformer_explained" / "streamlit" / "config.toml")  # an installed package

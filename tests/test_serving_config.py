@@ -18,3 +18,4 @@ def test_every_variable_read_is_in_the_modules_table_and_in_the_readme():
     readme = (ROOT / "README.md").read_text()
     assert len(read) > 20 and read <= tabled, read - tabled
     assert not [v for v in read if v not in readme], [v for v in read if v not in readme]
+    assert set(config.VARIABLES) == tabled and len(config.VARIABLES) == len(tabled)   # what app/resources reads
