@@ -16,26 +16,30 @@ from streamlit.delta_generator import DeltaGenerator
 
 from app import state
 
-# Finds the chart by its element key (Streamlit's class st-key-KEY), listens to its menu, and looks again
-# every half second: Streamlit may draw the chart after this, or anew (a new sentence, another kind).
+# Finds the chart by its element key (Streamlit's class st-key-KEY) and listens to its menu; looks again whenever
+# the page changes and every 200 ms (plotly readies a new chart after it is inserted): Streamlit draws the chart
+# anew after each switch (its spec, and with it its element, changed), and a click on the new one must be heard
+# (a listener that looked every half second missed a click made soon after a switch: the suite, session 26).
 JS = """
 export default function(component) {
     const { data, setTriggerValue } = component;
-    let stopped = false, chart = null;
+    let chart = null;
     const picked = (event) => setTriggerValue("pick", event.active);
     const attach = () => {
-        if (stopped) return;
         const found = document.querySelector(`.st-key-${data.chart} .js-plotly-plot`);
         if (found && found.on && found !== chart) {
             if (chart && chart.removeListener) chart.removeListener("plotly_buttonclicked", picked);
             chart = found;
             chart.on("plotly_buttonclicked", picked);
         }
-        setTimeout(attach, 500);
     };
+    const changes = new MutationObserver(attach);
+    changes.observe(document.body, { childList: true, subtree: true });
+    const timer = setInterval(attach, 200);
     attach();
     return () => {
-        stopped = true;
+        changes.disconnect();
+        clearInterval(timer);
         if (chart && chart.removeListener) chart.removeListener("plotly_buttonclicked", picked);
     };
 }

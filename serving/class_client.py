@@ -94,9 +94,11 @@ def caught_up(follower: Student, want: dict[str, str], since: float) -> float | 
     return first
 
 
-async def open_class(url: str, students: int, text: str) -> tuple[Session, list[Session], list[asyncio.Task]]:
+async def open_class(url: str, students: int, text: str, seats: list[dict[str, str]] | None = None
+                     ) -> tuple[Session, list[Session], list[asyncio.Task]]:
     """A teacher who started a class on the step page of the sentence `text`, `students` followers who opened its
-    join link, and the tasks that run every session's timed fragments (stop them with .stopped = True)."""
+    join link, and the tasks that run every session's timed fragments (stop them with .stopped = True). `seats`:
+    cookies the followers bring, in turn (a proxy's stickiness cookie: browsers that sat at a machine before)."""
     teacher = Session(Student(url, {"text": text}, page="step"))
     await teacher.s.open()
     await teacher.run("first")
@@ -105,7 +107,8 @@ async def open_class(url: str, students: int, text: str) -> tuple[Session, list[
     if match is None:
         raise SystemExit("the teacher's page shows no class code: is class mode on?")
     code = match[1] + match[2]
-    followers = [Session(Student(url, {"class": code})) for _ in range(students)]
+    followers = [Session(Student(url, {"class": code}, cookies=dict(seats[n % len(seats)]) if seats else {}))
+                 for n in range(students)]
     await asyncio.gather(*(f.s.open() for f in followers))
     await asyncio.gather(*(f.run("first") for f in followers))
     tasks = [asyncio.create_task(x.timers()) for x in (teacher, *followers)]
@@ -140,9 +143,10 @@ def answers_held(r, code: str) -> int:
 
 
 # ---- a class with an answered poll ----------------------------------------------------------------------------
-async def class_with_poll(url: str, students: int, text: str) -> tuple[Session, list[Session], list, str]:
+async def class_with_poll(url: str, students: int, text: str, seats: list[dict[str, str]] | None = None
+                          ) -> tuple[Session, list[Session], list, str]:
     """open_class, then "What comes next?" asked and answered by every follower; and the class's code."""
-    teacher, followers, tasks = await open_class(url, students, text)
+    teacher, followers, tasks = await open_class(url, students, text, seats)
     code = params_code(teacher)
     await asyncio.sleep(2)
     await teacher.run("ask", [teacher.s.press("class-ask-next-token")])

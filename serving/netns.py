@@ -5,8 +5,8 @@ machines"). Used by benchmarks/machines.py (the figures) and tests/test_machines
 
 A namespace has its own network stack: its processes listen on its address only (10.231.K.2), joined to
 this machine's by a veth pair (10.231.K.1 on this side): addresses that exist inside this machine only,
-nothing reachable from the network. `lesson`: a teacher and followers join through HAProxy (spread over both
-machines by its leastconn balance); the teacher changes the view and opens a poll that every follower answers;
+nothing reachable from the network. `lesson`: a teacher and followers join through HAProxy (half the followers
+bring each machine's stickiness cookie, as browsers that sat there before); the teacher changes the view and opens a poll that every follower answers;
 then every process of the machine the teacher is not on is killed (SIGKILL, the machine "gone"): its students'
 browsers reconnect, HAProxy sends them to the other machine, their page comes back from the link in the
 address bar. Needs root and iproute2 (`ip netns`), haproxy and redis-server.
@@ -182,7 +182,10 @@ def school(ms: list[Machine], processes: int, log: Path, warmup: bool = True) ->
 async def lesson(s: School, students: int, sentences: list[str], timeout: float = 60.0) -> dict:
     """The class of the module's docstring (on `sentences`): where everyone sits, a change followed, a poll
     answered, one machine lost; every figure of it."""
-    teacher, followers, tasks, code = await class_with_poll(s.url, students, sentences[0])
+    # half the students come back to each machine (its stickiness cookie): HAProxy's leastconn alone put a whole
+    # wave on one machine when the other's health check was slow on a busy computer (the suite, sessions 23-26)
+    seats = [{COOKIE: m.backend} for m in s.machines]
+    teacher, followers, tasks, code = await class_with_poll(s.url, students, sentences[0], seats)
     try:
         seats = {m.backend: sum(f.s.cookies.get(COOKIE) == m.backend for f in followers) for m in s.machines}
         got, missed = await change(teacher, followers, "next", None, timeout)
