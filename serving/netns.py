@@ -7,9 +7,9 @@ A namespace has its own network stack: its processes listen on its address only 
 this machine's by a veth pair (10.231.K.1 on this side): addresses that exist inside this machine only,
 nothing reachable from the network. `lesson`: a teacher and followers join through HAProxy (half the
 followers bring each machine's stickiness cookie, as browsers that sat there before); the teacher changes
-the view and opens a poll that every follower answers; then every process of the machine the teacher is not on is killed (SIGKILL, the machine "gone"): its students'
-browsers reconnect, HAProxy sends them to the other machine, their page comes back from the link in the
-address bar. Needs root and iproute2 (`ip netns`), haproxy and redis-server.
+the view and opens a poll that every follower answers; then every process of the machine the teacher is
+not on is killed (SIGKILL, the machine "gone"): its students' browsers reconnect, HAProxy sends them to the
+other machine, their page comes back from the link in the address bar. Needs root and iproute2 (`ip netns`), haproxy and redis-server.
 """
 from __future__ import annotations
 
