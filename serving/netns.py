@@ -9,7 +9,8 @@ nothing reachable from the network. `lesson`: a teacher and followers join throu
 followers bring each machine's stickiness cookie, as browsers that sat there before); the teacher changes
 the view and opens a poll that every follower answers; then every process of the machine the teacher is
 not on is killed (SIGKILL, the machine "gone"): its students' browsers reconnect, HAProxy sends them to the
-other machine, their page comes back from the link in the address bar. Needs root and iproute2 (`ip netns`), haproxy and redis-server.
+other machine, their page comes back from the link in the address bar. Needs root and iproute2 (`ip netns`),
+haproxy and redis-server.
 """
 from __future__ import annotations
 
