@@ -3,9 +3,10 @@
 `streamlit run app/main.py` serves the app as an st.App (ASGI) with one route of ours, `/_class/bell`
 (serving/class_bell.py: answered when the class changes). In a follower's page, `listen` draws a component
 (components v2: JavaScript in the page) that keeps one such request open and, when it answers with a new
-version, triggers a run of the follower's check (app/classroom.py: the fragment it is drawn in), which applies
-the teacher's view at once. The check still runs by itself every few seconds (it says the student is there,
-and is the fallback where the bell cannot be reached).
+version, triggers a run of the fragment it is drawn in: the follower's check (app/classroom.py), which applies
+the teacher's view at once, or on the step page the step-through itself (classroom.follow_here). The check
+still runs by itself every few seconds (it says the student is there, and is the fallback where the bell cannot
+be reached).
 """
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ _listener = st.components.v2.component("transformer_explained.class_bell", js=JS
 
 
 def listen(code: str, token: str, known: int) -> None:
-    """In a follower's check (a fragment): wait on the class `code` (its bell token: ClassStore.bell_token)
-    from version `known`; the fragment runs again when it changes."""
+    """In a follower's fragment (its check, or the page's own: classroom.follow_here): wait on the class `code`
+    (its bell token: ClassStore.bell_token) from version `known`; the fragment runs again when it changes."""
     ring_here(resources.class_store())
     _listener(key="class_bell", data={"path": PATH, "code": code, "token": token, "known": known},
               on_rang_change=lambda: None)
