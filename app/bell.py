@@ -108,11 +108,28 @@ async def answer(request):
         return Response("the class store is out of reach", status_code=503, headers={"Retry-After": "2"})
     if not member:                              # the same answer whether the class exists or not
         return Response("not a member of this class", status_code=403)
+    waiting = asyncio.ensure_future(bell.wait(code, known))
+    gone = asyncio.ensure_future(_gone(request))
+    await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+    gone.cancel()
+    if not waiting.done():                      # the page went away (a tab closed): its place is freed now
+        waiting.cancel()                        # (behind HAProxy: `option abortonclose`), not after 25 s
+        return Response("gone", status_code=499)
     try:
-        version = await bell.wait(code, known)
+        version = waiting.result()
     except Busy:
         return Response("busy", status_code=503, headers={"Retry-After": "2"})
     return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
+
+
+async def _gone(request) -> None:
+    """Returns when the client of `request` (a GET: no body to read) has gone away; never, where the server
+    gives no way to tell (starlette's request without a receive channel raises RuntimeError)."""
+    try:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+    except RuntimeError:
+        await asyncio.Event().wait()
 
 
 def routes() -> list:

@@ -27,7 +27,16 @@ import json
 import time
 
 from benchmarks.class_load import SENTENCES, cpu_seconds, pct, server_processes
-from serving.class_client import CODE, Session, caught_up, change, open_class, params, wait_for  # noqa: F401
+from serving.class_client import (  # noqa: F401
+    CODE,
+    Session,
+    caught_up,
+    change,
+    end_class,
+    open_class,
+    params,
+    wait_for,
+)
 
 
 async def measure(args) -> dict:
@@ -65,10 +74,7 @@ async def measure(args) -> dict:
                    args.timeout)
     reveal = [min(t for k, t in f.s.first_seen.items() if k.startswith("poll-results-")) - revealed
               for f in followers if any(k.startswith("poll-results-") for k in f.s.first_seen)]
-    for x in (teacher, *followers):
-        x.stopped = True
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.gather(*(x.s.close() for x in (teacher, *followers)))
+    await end_class(teacher, followers, tasks)
     errors = [e for x in (teacher, *followers) for e in x.errors]
     return {"students": args.students, "changes": args.changes, "follow_p50": pct(latencies, 0.5),
             "follow_p95": pct(latencies, 0.95), "follow_max": max(latencies, default=None), "missed": missed,

@@ -31,7 +31,7 @@ import time
 
 from streamlit.util import calc_hash
 
-from benchmarks.class_follow import change, open_class
+from benchmarks.class_follow import change, end_class, open_class
 from benchmarks.class_load import ROOT, SENTENCES, expected_translations, pct, server_processes
 from serving.protocol import Student
 
@@ -132,10 +132,7 @@ async def lesson(args) -> dict:
         i += 1
         await asyncio.sleep(args.think)
     samples.append((time.monotonic() - start, process_stats()))
-    for x in (teacher, *followers):
-        x.stopped = True
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.gather(*(x.s.close() for x in (teacher, *followers)))
+    await end_class(teacher, followers, tasks)
     errors = [e for x in (teacher, *followers) for e in x.errors]
     result = report(args, changes, samples, errors)
     result["missed_at"] = missed_at

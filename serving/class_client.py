@@ -208,8 +208,11 @@ async def rejoin(f: Session) -> None:
 
 
 async def end_class(teacher: Session, followers: list[Session], tasks: list) -> None:
+    """Every session closed, as tabs are: a bell's request held open (up to 25 s) is given up, not waited for."""
     for x in (teacher, *followers):
         x.stopped = True
+    for t in tasks:
+        t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.gather(*(x.s.close() for x in (teacher, *followers)), return_exceptions=True)
 

@@ -91,7 +91,8 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
 
     Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
     on another server at once: a killed process's students move within ~1.5 s (BENCHMARKS.md, session 22). A
-    check may take 5 s: a process busy with a heavy page is slow to answer, not down.
+    check may take 5 s: a process busy with a heavy page is slow to answer, not down. A request whose browser
+    went away is given up at the app too (`abortonclose`): a closed tab's class bell frees its place at once.
 
     max_sessions: at most this many requests (websockets included) per app process at
     once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
@@ -106,6 +107,7 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
 defaults
     mode http
     option redispatch 1
+    option abortonclose
     retries 2
     timeout connect 3s
     timeout check 5s

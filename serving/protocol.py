@@ -22,6 +22,7 @@ from streamlit.util import calc_hash
 TIMEOUT = 120.0
 DROPPED_SECONDS = 5.0     # a fragment's rerun not started by then was dropped by the server (Student.rerun)
 EARLY_FOR_RERUN = 2   # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+WHOLE_RUN_DONE = 0    # ... FINISHED_SUCCESSFULLY: a whole page's run (a fragment's alone ends otherwise)
 
 
 @functools.cache
@@ -115,6 +116,7 @@ class Student:
         self.done: asyncio.Future | None = None
         self.started: asyncio.Future | None = None   # the run asked for last has begun (its new_session)
         self.fragment_run = False
+        self.whole_runs = 0                          # whole page runs finished (not a fragment's alone)
         self.saw_wait = False
         self.ws = None
         self.reader: asyncio.Task | None = None
@@ -210,7 +212,9 @@ class Student:
             self.link_seen.append((time.monotonic(), self.link))
         elif kind == "delta":
             self._delta(tuple(msg.metadata.delta_path), msg.delta)
-        elif kind == "script_finished" and self.done is not None and not self.done.done():
+        elif kind == "script_finished":
+            self.whole_runs += msg.script_finished == WHOLE_RUN_DONE
+        if kind == "script_finished" and self.done is not None and not self.done.done():
             if msg.script_finished != EARLY_FOR_RERUN:      # a page switch or st.rerun: another run follows
                 self.done.set_result(msg.script_finished)
 

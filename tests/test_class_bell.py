@@ -137,3 +137,42 @@ def test_the_route_answers_a_member_and_nobody_else():
     assert _ask(f"code={other}&token={token}&known=1").status_code == 403     # the same: no class there
     for bad in ("", f"code={c.code}&token={token}", f"code={c.code}&token={token}&known=x", "code=!!&token=a&known=1"):
         assert _ask(bad).status_code == 400, bad
+
+
+def test_a_bell_request_whose_page_went_away_is_answered_at_once_not_after_25_s():
+    """app/bell.answer: a closed tab's request (the client gone: HAProxy's `abortonclose` passes that on) stops
+    waiting at once; one whose page stays gets the class's new version."""
+    from starlette.requests import Request
+
+    from app import bell
+    from serving.class_store import MemoryStore
+
+    store = MemoryStore()
+    started = store.start("step", {})
+    token = store.bell_token(started.code)
+    bell.ring_here(store)
+
+    def request(leaves_after: float | None) -> Request:
+        async def receive() -> dict:
+            if not sent:
+                sent.append(1)
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await asyncio.sleep(60 if leaves_after is None else leaves_after)
+            return {"type": "http.disconnect"}
+        sent: list[int] = []
+        query = f"code={started.code}&token={token}&known={store.view(started.code).version}".encode()
+        return Request({"type": "http", "method": "GET", "path": bell.PATH, "query_string": query, "headers": []},
+                       receive)
+
+    async def go() -> tuple[int, float, int, bytes]:
+        t = time.monotonic()
+        left = await bell.answer(request(leaves_after=0.1))
+        gone_after = time.monotonic() - t
+        staying = asyncio.ensure_future(bell.answer(request(leaves_after=None)))
+        await asyncio.sleep(0.2)
+        store.publish(started.code, started.secret, "step", {"step": "1"})
+        stayed = await asyncio.wait_for(staying, 5)
+        return left.status_code, gone_after, stayed.status_code, stayed.body
+    gone_status, gone_after, status, body = asyncio.run(go())
+    assert gone_status == 499 and gone_after < 2
+    assert status == 200 and b'"version"' in body

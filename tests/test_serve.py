@@ -5,6 +5,7 @@ concurrent students never see each other's sentences."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import random
 import shutil
@@ -309,6 +310,37 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
     for page in (teacher, *students, forger, other, other_student):
         assert page.locator("[data-testid='stException']").count() == 0
         page.context.close()
+
+
+@needs_haproxy
+def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_student(proxy):
+    """Issue 43, item 3: a follower's step page hears the class bell in the step-through's own fragment
+    (classroom.follow_here), so the teacher's Next reaches every student without a whole run of their page;
+    a new sentence still reruns it whole. Over Streamlit's protocol, as a browser runs the page."""
+    from serving.class_client import change, end_class, open_class, wait_for
+
+    async def lesson() -> tuple[list, list[int], list[int], list[int]]:
+        teacher, followers, tasks = await open_class(proxy[0], 2, "A dog runs in the park.")
+        try:
+            await wait_for(lambda: all({"class_bell", "next"} <= f.s.fragments.keys() for f in followers), 30)
+            places = [(f.s.fragments.get("class_bell"), f.s.fragments.get("next")) for f in followers]
+            before = [f.s.whole_runs for f in followers]
+            for i in range(3):
+                _, missed = await change(teacher, followers, f"next {i}", None, 20)
+                assert missed == 0
+            after_next = [f.s.whole_runs for f in followers]
+            _, missed = await change(teacher, followers, "sentence", "Two men play football.", 20)
+            assert missed == 0                        # the link is written before the run's end: wait for its end
+            await wait_for(lambda: all(f.s.whole_runs > n for f, n in zip(followers, after_next, strict=True)), 10)
+            return places, before, after_next, [f.s.whole_runs for f in followers]
+        finally:
+            await end_class(teacher, followers, tasks)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:    # its own event loop: a browser test of this module
+        places, before, after_next, after_sentence = pool.submit(asyncio.run, lesson()).result()   # may hold one
+    assert all(bell == step and bell for bell, step in places), places      # the bell is in the step-through
+    # six follows of Next: whole runs only where the student's own 2-s check happened to see the change first
+    assert sum(after_next) - sum(before) < 3, (before, after_next)
+    assert all(s > n for s, n in zip(after_sentence, after_next, strict=True)), (after_next, after_sentence)
 
 
 @needs_haproxy
