@@ -39,11 +39,12 @@ serve: $(STAMP)
 
 # The tests in one worker per core (pytest-xdist): most of their time is spent waiting on the app,
 # a browser or a subprocess, so two workers on two cores finish in about 0.7 of the time (BENCHMARKS.md).
+# worksteal: a worker that runs out takes tests queued for the other (a few browser walks take 30-60 s each).
 test: $(STAMP) $(AXE)
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n auto -m "not e2e"
+	$(PY) -m pytest -q -n auto --dist worksteal -m "not e2e"
 
 # The interface's languages (i18n/): every marked text into i18n/messages.pot, merged into each
 # language's .po (what a translator edits), compiled into the .mo the app reads. README: "Add a language".
