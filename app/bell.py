@@ -22,32 +22,49 @@ from serving.class_bell import GONE, Bell, Busy
 
 PATH = "/_class/bell"
 
-# One request at a time; a new version -> the trigger (a run of the fragment it is in). A failure waits a little
-# and asks again; 404 (no bell here) or 403 (not a member: the class ended) stop asking: the fragment's own timer
-# remains.
+# One request at a time per page; a new version -> the trigger (a run of the fragment it is in). A failure waits a
+# little and asks again; 404 (no bell here) or 403 (not a member: the class ended) stop asking: the fragment's own
+# timer remains. Streamlit calls this again each time the fragment draws it anew (a new `known`), not only once:
+# the loop lives on the component's element, and a later call only tells it the newer version (a call that
+# started a loop of its own each time left one request open per change: 7 after 6 steps, past the 6 connections
+# a browser opens to one server).
 JS = """
 export default function(component) {
-    const { data, setTriggerValue } = component;
-    const stop = new AbortController();
-    let known = data.known;
+    const { data, setTriggerValue, parentElement: host } = component;
+    const key = `${data.path}|${data.code}|${data.token}`;
+    const running = host.__classBell;
+    if (running && running.key === key) {
+        running.tell = setTriggerValue;
+        if (data.known > running.known) { running.known = data.known; running.request?.abort(); }
+        return running.stop;
+    }
+    if (running) running.stop();
+    const bell = { key, known: data.known, tell: setTriggerValue, stopped: false, request: null };
+    bell.stop = () => {
+        bell.stopped = true;
+        bell.request?.abort();
+        if (host.__classBell === bell) delete host.__classBell;
+    };
+    host.__classBell = bell;
     const pause = (ms) => new Promise((done) => setTimeout(done, ms));
     const ask = async () => {
-        while (!stop.signal.aborted) {
+        while (!bell.stopped) {
+            bell.request = new AbortController();
             try {
-                const url = `${data.path}?code=${encodeURIComponent(data.code)}&token=${data.token}&known=${known}`;
-                const answer = await fetch(url, { signal: stop.signal, cache: "no-store" });
+                const query = `code=${encodeURIComponent(data.code)}&token=${data.token}&known=${bell.known}`;
+                const answer = await fetch(`${data.path}?${query}`, { signal: bell.request.signal, cache: "no-store" });
                 if (answer.status === 404 || answer.status === 403) return;
                 if (!answer.ok) { await pause(2000); continue; }
                 const { version } = await answer.json();
-                if (version !== known) { known = version; setTriggerValue("rang", version); }
+                if (version !== bell.known) { bell.known = version; bell.tell("rang", version); }
             } catch (e) {
-                if (stop.signal.aborted) return;
-                await pause(2000);
+                if (bell.stopped) return;
+                if (e.name !== "AbortError") await pause(2000);     // aborted: asked again with a newer version
             }
         }
     };
     ask();
-    return () => stop.abort();
+    return bell.stop;
 }
 """
 

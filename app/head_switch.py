@@ -20,28 +20,39 @@ from app import state
 # the page changes and every 200 ms (plotly readies a new chart after it is inserted): Streamlit draws the chart
 # anew after each switch (its spec, and with it its element, changed), and a click on the new one must be heard
 # (a listener that looked every half second missed a click made soon after a switch: the suite, session 26).
+# Streamlit calls this again each time the page draws the listener anew, not only once: what listens lives on the
+# component's element, and a later call only hands it the newest trigger (one listener more per run before).
 JS = """
 export default function(component) {
-    const { data, setTriggerValue } = component;
-    let chart = null;
-    const picked = (event) => setTriggerValue("pick", event.active);
+    const { data, setTriggerValue, parentElement: host } = component;
+    const running = host.__headSwitch;
+    if (running && running.chart === data.chart) {
+        running.tell = setTriggerValue;
+        return running.stop;
+    }
+    if (running) running.stop();
+    const listener = { chart: data.chart, tell: setTriggerValue, plot: null };
+    const picked = (event) => listener.tell("pick", event.active);
     const attach = () => {
-        const found = document.querySelector(`.st-key-${data.chart} .js-plotly-plot`);
-        if (found && found.on && found !== chart) {
-            if (chart && chart.removeListener) chart.removeListener("plotly_buttonclicked", picked);
-            chart = found;
-            chart.on("plotly_buttonclicked", picked);
+        const found = document.querySelector(`.st-key-${listener.chart} .js-plotly-plot`);
+        if (found && found.on && found !== listener.plot) {
+            listener.plot?.removeListener?.("plotly_buttonclicked", picked);
+            listener.plot = found;
+            found.on("plotly_buttonclicked", picked);
         }
     };
     const changes = new MutationObserver(attach);
     changes.observe(document.body, { childList: true, subtree: true });
     const timer = setInterval(attach, 200);
-    attach();
-    return () => {
+    listener.stop = () => {
         changes.disconnect();
         clearInterval(timer);
-        if (chart && chart.removeListener) chart.removeListener("plotly_buttonclicked", picked);
+        listener.plot?.removeListener?.("plotly_buttonclicked", picked);
+        if (host.__headSwitch === listener) delete host.__headSwitch;
     };
+    host.__headSwitch = listener;
+    attach();
+    return listener.stop;
 }
 """
 

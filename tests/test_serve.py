@@ -254,7 +254,10 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
 
     leaver, stayer = students
     rang: list[int] = []                                               # the class bell's answers (app/bell.py)
+    asked: list[str] = []                                              # and its requests: one open at a time
+    stayer.on("request", lambda r: asked.append(r.url) if "/_class/bell" in r.url else None)
     stayer.on("response", lambda r: rang.append(r.status) if "/_class/bell" in r.url else None)
+    stayer.on("requestfailed", lambda r: rang.append(0) if "/_class/bell" in r.url else None)
     leaver.get_by_role("button", name="Next").first.click()          # on their own: they leave
     settle(leaver)
     _shows(leaver, "Exploring on your own")
@@ -263,6 +266,8 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
         settle(teacher)
     _shows(stayer, "Step 3 of")
     assert 200 in rang, rang                                           # the page was told, in the browser
+    stayer.wait_for_timeout(500)
+    assert len(asked) - len(rang) <= 1, (asked, rang)          # one request open per page, however often it changed
     assert "Step 2 of" in leaver.locator("body").inner_text()
     leaver.get_by_role("button", name="Follow the teacher again").click()
     _shows(leaver, "Step 3 of")
