@@ -100,6 +100,18 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
     return controls, {k for k in reached if k is not None}
 
 
+def _steady(page, root: str) -> None:
+    """Wait (up to 12 s) until the number of controls under `root` stops changing: a page can be drawn twice (an
+    old `?view=` link switches page), and a busy machine showed the first page with 19 of its 30+ controls."""
+    seen = None
+    for _ in range(40):
+        now = len(page.evaluate(CONTROLS, root))
+        if now == seen:
+            return
+        seen = now
+        page.wait_for_timeout(300)
+
+
 def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipped_server, browser):
     from app.pages import PAGES
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -112,6 +124,7 @@ def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipp
         else:
             go_to(page, p.title, p.slug)
         page.wait_for_timeout(400)
+        _steady(page, "body" if p is PAGES[0] else MAIN)
         no_errors(page)
         page.evaluate(TOP)
         controls, reached = _walk(page, p is PAGES[0], ring)
