@@ -141,12 +141,16 @@ def apply_pending(site: Site) -> str | None:
             state.set_widget(spec.name, values[spec.name])   # default (the model's own alpha, ...)
         else:
             state.forget(spec.name)
-    cursor = state.cursor()
-    step = links.linked_step(view.params) or 0
-    cursor.pending, cursor.playing = step, False
-    m.applied, m.baseline, m.following = view.version, (view.page, dict(view.params)), True
-    m.poll = view.poll
+    _step_to(m, view)
+    m.following, m.poll = True, view.poll
     return view.page
+
+
+def _step_to(m: Membership, view: View) -> None:
+    """The view's step for the step-through's cursor (applied when it next draws), and the view as applied."""
+    cursor = state.cursor()
+    cursor.pending, cursor.playing = links.linked_step(view.params) or 0, False
+    m.applied, m.baseline = view.version, (view.page, dict(view.params))
 
 
 def _watch(m: Membership) -> None:
@@ -365,9 +369,7 @@ def follow_here() -> None:
         if not followed_in_page(m.baseline, m.poll, view):
             m.pending = view
             st.rerun(scope="app")
-        cursor = state.cursor()
-        cursor.pending, cursor.playing = links.linked_step(view.params) or 0, False
-        m.applied, m.baseline = view.version, (view.page, dict(view.params))
+        _step_to(m, view)
     bell.listen(m.code, m.bell, m.seen)
 
 
