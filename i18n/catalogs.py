@@ -8,8 +8,9 @@
 
 `--check` changes nothing and lists what is wrong instead (tests/test_i18n.py runs it): a text
 shown in English with no translation (or a fuzzy one) in some language, a translation whose
-{placeholders} differ from the English, a .mo that is not its .po compiled. Babel does the
-reading and writing (dev extra); the app itself needs only the standard library's gettext.
+{placeholders} differ from the English, a .mo that does not say what its .po says (the header
+aside: it names the Babel that wrote it). Babel does the reading and writing (dev extra); the
+app itself needs only the standard library's gettext.
 
 Every text is formatted with str.format ({name}), never with %: a "%" in a text is a percent
 sign, so Babel's guess that "40 % of" is a %-format is dropped.
@@ -74,6 +75,17 @@ def _compiled(catalog) -> bytes:
     return out.getvalue()
 
 
+def _messages(mo: bytes) -> list[tuple]:
+    """What a compiled catalog says, its header aside (Babel writes its own version there)."""
+    from babel.messages.mofile import read_mo
+    return sorted((m.context or "", str(m.id), str(m.string)) for m in read_mo(io.BytesIO(mo)) if m.id)
+
+
+def is_compiled(mo: Path, catalog) -> bool:
+    """Whether `mo` says what `catalog` (a .po, read) compiles to."""
+    return mo.is_file() and _messages(mo.read_bytes()) == _messages(_compiled(catalog))
+
+
 def update() -> None:
     """Steps 1-3 of the module's text."""
     template = extract()
@@ -116,7 +128,7 @@ def problems() -> list[str]:
         extra = [m.id for m in catalog if m.id and (m.id if isinstance(m.id, str) else m.id[0]) not in wanted]
         found += [f"{lang}: no longer in the code (make catalogs drops it): {e!r}" for e in extra]
         mo = _po(lang).with_suffix(".mo")
-        if not mo.is_file() or mo.read_bytes() != _compiled(catalog):
+        if not is_compiled(mo, catalog):
             found.append(f"{lang}: {mo.relative_to(ROOT)} is not {_po(lang).name} compiled: run `make catalogs`")
     return found
 

@@ -23,6 +23,25 @@ def test_every_text_shown_has_its_translation_and_every_catalog_is_compiled():
     assert catalogs.problems() == []
 
 
+def test_a_compiled_catalog_is_judged_by_what_it_says_not_by_which_babel_wrote_it(tmp_path):
+    pytest.importorskip("babel", reason="the catalog check needs Babel (the dev extra)")
+    from babel.messages.pofile import read_po
+
+    from i18n import catalogs
+    po = i18n.LOCALES / "de" / "LC_MESSAGES" / f"{i18n.DOMAIN}.po"
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    shipped = po.with_suffix(".mo").read_bytes()
+    assert b"Generated-By: Babel " in shipped
+    other_babel = tmp_path / "other.mo"            # the same messages, another header (same length)
+    other_babel.write_bytes(shipped.replace(b"Generated-By: Babel ", b"Generated-By: BABEL "))
+    assert catalogs.is_compiled(other_babel, catalog)
+    changed = next(m for m in catalog if m.id and isinstance(m.string, str) and m.string)
+    changed.string += " (neu)"                       # the .po changed, the .mo not yet compiled
+    assert not catalogs.is_compiled(other_babel, catalog)
+    assert not catalogs.is_compiled(tmp_path / "missing.mo", catalog)
+
+
 def test_the_language_belongs_to_the_context_not_the_process():
     assert _("Next") == "Next"                      # nobody chose: English (the command-line tools, tests)
     with i18n.using("de"):
