@@ -15,7 +15,13 @@ import torch
 
 from model.analysis.attribution import RECORDING, Cost, attribute, attribution_json, traced_pass
 from model.analysis.attribution.alti import AltiUnavailable, alti_plus, contributions, decompose
-from model.analysis.attribution.attention import raw_attention, value_norm, value_vectors, weighted_terms
+from model.analysis.attribution.attention import (
+    head_agreement,
+    raw_attention,
+    value_norm,
+    value_vectors,
+    weighted_terms,
+)
 from model.analysis.attribution.faithfulness import comprehensiveness, erased_log_probs, random_ranking
 from model.analysis.attribution.gradients import Pass, gauss_legendre, gradient_x_input, integrated_gradients
 from model.inference.pipeline import explain, source_ids
@@ -291,6 +297,28 @@ def test_recording_for_attribution_leaves_the_output_unchanged(shipped):
         traced = shipped.model(s, tgt, Trace(RECORDING))
     torch.testing.assert_close(plain, traced, atol=1e-5, rtol=1e-5)
     json.dumps(attribution_json(attribute(shipped, src, out, upto=Cost.GRADIENT)))      # plain JSON
+
+
+def test_an_attribution_keeps_a_tenth_of_its_pass_and_reads_the_same_from_it(shipped):
+    """A page keeps one Attribution per sentence (app/resources.py's cache): it holds the decoder's attention and
+    values, not the whole recording, and a head's pictures and the heads' agreement read the same from it."""
+    src, out = _ids(shipped, "A man in a blue shirt is standing on a ladder cleaning windows.")
+    att = attribute(shipped, src, out, upto=Cost.TRACE)
+    full, _ = traced_pass(shipped, src, out)
+
+    def nbytes(trace: Trace) -> int:
+        return sum(t.numel() * t.element_size() for t in trace.tensors.values())
+    assert nbytes(att.trace) < 0.1 * nbytes(full), (nbytes(att.trace), nbytes(full))
+    cfg = shipped.config
+    for layer, head in ((0, 0), (cfg.n_decoder_layers - 1, cfg.n_heads - 1)):
+        for kept, whole in ((raw_attention(att.trace, layer, head), raw_attention(full, layer, head)),
+                            (value_norm(att.trace, shipped.model, layer, head),
+                             value_norm(full, shipped.model, layer, head))):
+            np.testing.assert_array_equal(kept.source, whole.source)
+            np.testing.assert_array_equal(kept.prefix, whole.prefix)
+    agreement = att.head_agreement("alti")
+    assert agreement.shape == (cfg.n_decoder_layers, cfg.n_heads)
+    np.testing.assert_array_equal(agreement, head_agreement(full, att.scores["alti"]))
 
 
 def test_the_cli_is_named_in_the_readme():

@@ -43,6 +43,7 @@ from model.analysis.attribution.gradients import (
 from model.analysis.attribution.scores import Scores, Unavailable
 from model.analysis.laps import Laps
 from model.inference.decoding import forced_decode
+from model.network import names
 from model.network.trace import Recording, Trace
 from model.network.transformer import Transformer
 from model.storage.checkpoint import Checkpoint
@@ -168,7 +169,7 @@ class Attribution:
     methods: dict[str, Method]
     unavailable: dict[str, str] = field(default_factory=dict)    # method key -> why not, for the user
     ig: IntegratedGradients | None = None
-    trace: Trace | None = None          # the pass the attention methods read (RECORDING)
+    trace: Trace | None = None          # what a page reads later of the pass the methods read (read_later)
     seconds: dict[str, float] = field(default_factory=dict)      # "attention" (all trace readings, ALTI+
                                                                   # included), "grad_x_input", "integrated_gradients"
 
@@ -213,8 +214,19 @@ def attribute(ckpt: Checkpoint, source: list[int], output: list[int], upto: Cost
         clock.lap(spec.key)
     order = methods(cfg.n_decoder_layers)
     return Attribution(trace.source_tokens[0], trace.target_tokens[0], ckpt.tgt_tokenizer.pieces(output + [cfg.eos_id]),
-                       log_probs, {k: scores[k] for k in order if k in scores}, order, unavailable, inputs.ig, trace,
-                       clock.laps)
+                       log_probs, {k: scores[k] for k in order if k in scores}, order, unavailable, inputs.ig,
+                       trace.keeping(read_later(cfg.n_decoder_layers)), clock.laps)
+
+
+def read_later(n_decoder_layers: int) -> list[str]:
+    """What an Attribution keeps of its traced pass: each decoder layer's attention weights and values (a
+    head's raw_attention and value_norm, head_agreement) and the masks. The rest (the encoder's, the residual
+    stream, the logits: ~90 % of the recording) is read by the methods and then dropped: the app keeps one
+    Attribution per sentence in its caches (app/resources.py)."""
+    weights = [names.sublayer("decoder", i, sub) for i in range(n_decoder_layers)
+               for sub in ("self_attn", "cross_attn")]
+    return [*weights, *(names.part(w, "v") for w in weights),
+            *(names.mask(k) for k in ("encoder_self", "decoder_self", "cross"))]
 
 
 def _compute(inputs: Inputs, specs: list[MethodSpec]) -> tuple[dict[str, Scores], dict[str, str]]:

@@ -98,6 +98,12 @@ class Trace:
     def names(self) -> list[str]:
         return list(self.tensors)
 
+    def keeping(self, names: list[str]) -> Trace:
+        """A trace with only these of its tensors (shared, not copied) and the same tokens: what a reader
+        keeps of a large recording once it has read the rest."""
+        return Trace(self.recording, {n: self.tensors[n] for n in names if n in self.tensors},
+                     self.source_tokens, self.target_tokens)
+
     def num_layers(self, stack: str) -> int:
         return sum(1 for n in self.tensors if n.startswith(f"{stack}.") and n.endswith(".self_attn"))
 
