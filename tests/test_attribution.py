@@ -31,6 +31,7 @@ from model.network.trace import Trace
 from model.network.transformer import Transformer
 from model.storage.checkpoint import Checkpoint, load_checkpoint
 from model.training.tasks import word_tokenizer
+from serving.once import tensor_bytes
 from tests.support import ROOT, tiny_model
 
 SHIPPED = ROOT / "checkpoints" / "multi30k-en-de"
@@ -305,10 +306,7 @@ def test_an_attribution_keeps_a_tenth_of_its_pass_and_reads_the_same_from_it(shi
     src, out = _ids(shipped, "A man in a blue shirt is standing on a ladder cleaning windows.")
     att = attribute(shipped, src, out, upto=Cost.TRACE)
     full, _ = traced_pass(shipped, src, out)
-
-    def nbytes(trace: Trace) -> int:
-        return sum(t.numel() * t.element_size() for t in trace.tensors.values())
-    assert nbytes(att.trace) < 0.1 * nbytes(full), (nbytes(att.trace), nbytes(full))
+    assert tensor_bytes(att) < 0.1 * tensor_bytes(full), (tensor_bytes(att), tensor_bytes(full))   # as the cache counts
     cfg = shipped.config
     for layer, head in ((0, 0), (cfg.n_decoder_layers - 1, cfg.n_heads - 1)):
         for kept, whole in ((raw_attention(att.trace, layer, head), raw_attention(full, layer, head)),
