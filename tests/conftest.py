@@ -47,8 +47,8 @@ def app_checkpoints(tokenizer, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium, headless, driven by Playwright (never `playwright install`). Per module: while
-    Playwright's sync API is open, its event loop runs in this thread, and the tests that drive the app
-    over its protocol (asyncio.run) cannot run."""
+    Playwright's sync API is open, its event loop runs in this thread: a test of the same module that drives
+    the app over its protocol runs its event loop in a thread of its own (tests/support.run_apart)."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=[

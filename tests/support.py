@@ -3,7 +3,9 @@ spot, checkpoints, the app under AppTest, a real app server, and Chromium helper
 are in conftest.py; no test module imports another, and none imports a benchmark."""
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import math
 import os
@@ -130,6 +132,14 @@ def round_of(nodes: list[str], start: str, stride: int = 5) -> list[str]:
 
 
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+def run_apart(coroutine):
+    """`asyncio.run(coroutine)` in a thread of its own. While a test module's browser is open, Playwright's
+    sync API keeps its event loop running in the test's thread, where `asyncio.run` refuses to start
+    (which test runs after which browser test is up to pytest-xdist)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def free_port() -> int:

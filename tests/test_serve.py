@@ -5,7 +5,6 @@ concurrent students never see each other's sentences."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import random
 import shutil
@@ -23,7 +22,7 @@ import pytest
 
 from serving.launcher import COOKIE, Backend, haproxy_config
 from serving.protocol import Student, http_get
-from tests.support import CHROMIUM, ROOT, choose, free_port, settle, shown_value, wait_healthy
+from tests.support import CHROMIUM, ROOT, choose, free_port, run_apart, settle, shown_value, wait_healthy
 
 HAPROXY = shutil.which("haproxy")
 LAUNCHER_OUTPUT: list[str] = []      # what the launcher printed (read by a thread as it comes)
@@ -102,7 +101,7 @@ def proxy(app_checkpoints):
 
 def get(url: str, path: str, cookies: dict[str, str]) -> dict[str, str]:
     host, port = url.removeprefix("http://").split(":")
-    status, _, headers = asyncio.run(http_get(host, int(port), path, cookies))
+    status, _, headers = run_apart(http_get(host, int(port), path, cookies))
     assert status == 200, (path, status)
     return headers
 
@@ -174,7 +173,7 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
 
     async def everyone():
         return await asyncio.gather(*(student(t, w) for t, w in zip(texts, expected)))
-    students = asyncio.run(everyone())
+    students = run_apart(everyone())
     runs = [r for s in students for r in s.runs]
     assert len(runs) == 48 and all(r.ok for r in runs), [r.error for r in runs if not r.ok][:3]
     assert {s.cookies.get(COOKIE) for s in students} == {"app1", "app2"}
@@ -340,8 +339,7 @@ def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_s
             return places, before, after_next, [f.s.whole_runs for f in followers]
         finally:
             await end_class(teacher, followers, tasks)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:    # its own event loop: a browser test of this module
-        places, before, after_next, after_sentence = pool.submit(asyncio.run, lesson()).result()   # may hold one
+    places, before, after_next, after_sentence = run_apart(lesson())
     assert all(bell == step and bell for bell, step in places), places      # the bell is in the step-through
     # six follows of Next: whole runs only where the student's own 2-s check happened to see the change first
     assert sum(after_next) - sum(before) < 3, (before, after_next)
@@ -389,7 +387,9 @@ def test_without_haproxy_one_process_serves_on_the_bind_address_and_stops_at_onc
 
     port = free_port()
     launcher = launch(port)
+    deadline = time.time() + 60
     while not any("streamlit" in " ".join(c.cmdline()) for c in psutil.Process(launcher.pid).children()):
+        assert launcher.poll() is None and time.time() < deadline, launcher.stderr.read() if launcher.poll() else ""
         time.sleep(0.05)                                        # the app started, not answering yet
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=20) == 0
