@@ -210,6 +210,7 @@ class Student:
         elif kind == "page_info_changed":
             self.link = msg.page_info_changed.query_string
             self.link_seen.append((time.monotonic(), self.link))
+            self.query = dict(urllib.parse.parse_qsl(self.link))   # the address bar, sent with every rerun
         elif kind == "delta":
             self._delta(tuple(msg.metadata.delta_path), msg.delta)
         elif kind == "script_finished":

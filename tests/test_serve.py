@@ -320,8 +320,9 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
 def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_student(proxy):
     """Issue 43, item 3: a follower's step page hears the class bell in the step-through's own fragment
     (classroom.follow_here), so the teacher's Next reaches every student without a whole run of their page;
-    a new sentence still reruns it whole. Over Streamlit's protocol, as a browser runs the page."""
-    from serving.class_client import change, end_class, open_class, wait_for
+    a new sentence still reruns it whole, and the sentence the class opened with, typed again, is followed too (the
+    client sends the address bar the page last wrote, as a browser does). Over Streamlit's protocol."""
+    from serving.class_client import change, end_class, open_class, params, wait_for
 
     async def lesson() -> tuple[list, list[int], list[int], list[int]]:
         teacher, followers, tasks = await open_class(proxy[0], 2, "A dog runs in the park.")
@@ -336,6 +337,8 @@ def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_s
             _, missed = await change(teacher, followers, "sentence", "Two men play football.", 20)
             assert missed == 0                        # the link is written before the run's end: wait for its end
             await wait_for(lambda: all(f.s.whole_runs > n for f, n in zip(followers, after_next, strict=True)), 10)
+            _, missed = await change(teacher, followers, "the first again", "A dog runs in the park.", 20)
+            assert missed == 0 and params(teacher.s.link)["text"] == "A dog runs in the park.", teacher.s.link
             return places, before, after_next, [f.s.whole_runs for f in followers]
         finally:
             await end_class(teacher, followers, tasks)
