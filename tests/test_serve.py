@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -136,7 +137,7 @@ def test_each_browser_stays_on_one_process_by_cookie(proxy):
 @needs_haproxy
 def test_static_files_come_gzipped_and_from_the_proxys_cache(proxy):
     url, _ = proxy
-    index = urllib.request.urlopen(url + "/").read().decode()
+    index = urllib.request.urlopen(url + "/", timeout=30).read().decode()
     script = next(part.split('"')[0] for part in index.split('src="')[1:] if part.split('"')[0].endswith(".js"))
     path = "/" + script.removeprefix("./").lstrip("/")
     first = get(url, path, {})                          # a first browser: may come from an app process
@@ -382,6 +383,7 @@ def test_without_haproxy_one_process_serves_on_the_bind_address_and_stops_at_onc
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     port = free_port()
     launcher = launch(port)
+    assert select.select([launcher.stderr], [], [], 120)[0], "the launcher said nothing in 120 s"
     said = launcher.stderr.readline()                           # printed once the app answers
     assert said.startswith(f"serving on http://127.0.0.1:{port} with one app process (--no-proxy")
     assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5).read() == b"ok"
