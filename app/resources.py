@@ -119,13 +119,18 @@ def get_served(path: str, precision: str) -> Checkpoint:
 # Decodings, traces and the tensors read from them are kept in one cache bounded by the bytes of their
 # tensors ($TRANSFORMER_CACHE_MB), not by a count: a trace recorded with the residual stream holds four
 # times what a plain one does, a logit lens twice (BENCHMARKS.md, session 24), so a count bounds nothing.
+# What nobody asked for in $TRANSFORMER_CACHE_IDLE_S seconds goes too (figures as well): a process holds the
+# sentences its students look at now, not every sentence of the lesson (BENCHMARKS.md, session 28).
 def _kept() -> Once:
-    return _cache_of(config().cache_mb * 2 ** 20)
+    return _cache_of(config().cache_mb * 2 ** 20, config().cache_idle_s)
+
+
+KEPT_FRESH = 8       # a sentence's results kept however long nobody asked for them: the newest 8 (a page left open)
 
 
 @st.cache_resource(show_spinner=False)
-def _cache_of(max_bytes: int) -> Once:
-    return Once(keep=None, max_bytes=max_bytes, size=tensor_bytes)
+def _cache_of(max_bytes: int, idle_s: float) -> Once:
+    return Once(keep=None, max_bytes=max_bytes, size=tensor_bytes, max_idle=idle_s or None, fresh=KEPT_FRESH)
 
 
 def kept_bytes() -> tuple[int, int]:
@@ -289,13 +294,17 @@ def get_figure(name: str, key: Hashable, display: Display, lang: str, build: Cal
 FIGURES_KEPT = 256
 
 
+FIGURES_FRESH = 32   # figures kept however long nobody asked for them: the newest 32 (a few pages' worth)
+
+
 def _figures() -> Once:
-    return _figures_of(config().figures_mb * 2 ** 20)
+    return _figures_of(config().figures_mb * 2 ** 20, config().cache_idle_s)
 
 
 @st.cache_resource(show_spinner=False)
-def _figures_of(max_bytes: int) -> Once:
-    return Once(keep=FIGURES_KEPT, max_bytes=max_bytes, size=figure_bytes)
+def _figures_of(max_bytes: int, idle_s: float) -> Once:
+    return Once(keep=FIGURES_KEPT, max_bytes=max_bytes, size=figure_bytes, max_idle=idle_s or None,
+                fresh=FIGURES_FRESH)
 
 
 def figure_bytes(fig: go.Figure) -> int:

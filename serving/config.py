@@ -9,6 +9,7 @@
 | TRANSFORMER_MAX_BATCH | 16 | sentences decoded in one batch per process (1: each alone; serving/batching.py) |
 | TRANSFORMER_CACHE_MB | 256 | MB of tensors a process keeps of its sentences' decodings and traces (app/resources) |
 | TRANSFORMER_FIGURES_MB | 16 | MB of figures a process keeps to share between sessions, as sent (their JSON) |
+| TRANSFORMER_CACHE_IDLE_S | 120 | seconds a kept sentence's result or figure stays unasked before it goes (0: never) |
 | TRANSFORMER_LAB_SLOTS | one per two cores | training-lab runs at once (serving/lab_jobs.py) |
 | TRANSFORMER_LAB_MAX_SECONDS | 180 | every lab run's time cap |
 | TRANSFORMER_LAB_THREADS | half the cores | torch threads of one lab training process |
@@ -40,10 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # Every variable of the table above (tests/test_serving_config.py checks): what the configuration is made from
 # (app/resources.config reads these alone, not the whole environment, on each of its calls).
 VARIABLES: tuple[str, ...] = tuple("TRANSFORMER_" + name for name in (
-    "CHECKPOINTS", "THREADS", "ADMIT", "MAX_WAITING", "MAX_BATCH", "CACHE_MB", "FIGURES_MB", "LAB_SLOTS",
-    "LAB_MAX_SECONDS", "LAB_THREADS", "LAB_LOCKS", "LAB_OWNED", "LAB_PER_STUDENT", "LAB_DISK_MB", "LAB_KEEP_HOURS",
-    "ADD_MODELS", "DATA", "REDIS", "CLASSES", "JOINS_PER_MINUTE", "CLASSES_PER_HOUR", "SENTENCES_PER_MINUTE",
-    "PROXIED",
+    "CHECKPOINTS", "THREADS", "ADMIT", "MAX_WAITING", "MAX_BATCH", "CACHE_MB", "FIGURES_MB", "CACHE_IDLE_S",
+    "LAB_SLOTS", "LAB_MAX_SECONDS", "LAB_THREADS", "LAB_LOCKS", "LAB_OWNED", "LAB_PER_STUDENT", "LAB_DISK_MB",
+    "LAB_KEEP_HOURS", "ADD_MODELS", "DATA", "REDIS", "CLASSES", "JOINS_PER_MINUTE", "CLASSES_PER_HOUR",
+    "SENTENCES_PER_MINUTE", "PROXIED",
 ))
 
 
@@ -82,6 +83,7 @@ class ServingConfig:
     max_batch: int = 16               # sentences decoded together
     cache_mb: int = 256               # decodings and traces kept, in MB of tensors
     figures_mb: int = 16              # figures kept, in MB of their JSON
+    cache_idle_s: float = 120.0       # both: what nobody asked for in this many seconds goes (0: never)
     lab_slots: int = 1                # lab runs training at once
     lab_max_seconds: float = 180.0    # a lab run's time cap
     lab_threads: int = 1              # torch threads of a lab run's process
@@ -113,6 +115,7 @@ class ServingConfig:
             max_batch=_int(env, "TRANSFORMER_MAX_BATCH", 16),
             cache_mb=_int(env, "TRANSFORMER_CACHE_MB", 256),
             figures_mb=_int(env, "TRANSFORMER_FIGURES_MB", 16),
+            cache_idle_s=float(env.get("TRANSFORMER_CACHE_IDLE_S") or 120),
             lab_slots=_int(env, "TRANSFORMER_LAB_SLOTS", half),
             lab_max_seconds=float(env.get("TRANSFORMER_LAB_MAX_SECONDS") or 180),
             lab_threads=_int(env, "TRANSFORMER_LAB_THREADS", half),

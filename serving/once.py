@@ -5,12 +5,16 @@ elements made outside it), and for the app's shared caches of tensors (app/resou
 bounded by the bytes they hold rather than by a count: the first caller computes (with its own
 progress callback), callers with the same key meanwhile wait for that result instead of computing it
 again. Kept results are dropped oldest-used first once there are more than `keep` of them or, with a
-`size` function, once they hold more than `max_bytes` together (the newest is always kept).
+`size` function, once they hold more than `max_bytes` together (the newest is always kept), and, with
+`max_idle`, once nobody has asked for them for that many seconds (looked at on each `get`; the newest `fresh`
+are kept however old, so that a page left open a while finds its own results): what a class has moved on
+from goes, and a process holds what its students are looking at, not the whole lesson.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -22,10 +26,13 @@ T = TypeVar("T")
 
 class Once(Generic[T]):
     def __init__(self, keep: int | None = 32, max_bytes: int | None = None,
-                 size: Callable[[T], int] | None = None) -> None:
+                 size: Callable[[T], int] | None = None, max_idle: float | None = None, fresh: int = 1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.keep, self.max_bytes, self.size = keep, max_bytes, size
-        self._results: OrderedDict[Hashable, T] = OrderedDict()
+        self.max_idle, self.fresh, self.clock = max_idle, max(1, fresh), clock
+        self._results: OrderedDict[Hashable, T] = OrderedDict()     # oldest used first
         self._sizes: dict[Hashable, int] = {}
+        self._used: dict[Hashable, float] = {}                       # key -> when it was last asked for
         self._locks: dict[Hashable, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -34,6 +41,8 @@ class Once(Generic[T]):
         with self._guard:
             if key in self._results:
                 self._results.move_to_end(key)
+                self._used[key] = self.clock()
+                self._expire()
                 return self._results[key]
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -43,15 +52,28 @@ class Once(Generic[T]):
             result = compute()                   # an exception leaves nothing behind: the next caller retries
             nbytes = self.size(result) if self.size else 0
             with self._guard:
-                self._results[key], self._sizes[key] = result, nbytes
+                self._results[key], self._sizes[key], self._used[key] = result, nbytes, self.clock()
                 self._locks.pop(key, None)
                 self._shrink()
+                self._expire()
             return result
 
     def _shrink(self) -> None:
         while len(self._results) > 1 and self._over():
-            old, _ = self._results.popitem(last=False)
-            del self._sizes[old]
+            self._drop_oldest()
+
+    def _expire(self) -> None:
+        """Drop what nobody asked for in max_idle seconds but the newest `fresh` (oldest used first: stop at the
+        first one asked for since)."""
+        if self.max_idle is None:
+            return
+        since = self.clock() - self.max_idle
+        while len(self._results) > self.fresh and self._used[next(iter(self._results))] < since:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        old, _ = self._results.popitem(last=False)
+        del self._sizes[old], self._used[old]
 
     def _over(self) -> bool:
         return ((self.keep is not None and len(self._results) > self.keep)

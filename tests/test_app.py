@@ -3,6 +3,7 @@ stepping changes the step, bad input gives a message."""
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -315,6 +316,28 @@ def test_the_sentences_cache_stays_within_its_bytes(app_checkpoints, monkeypatch
         assert bound == 2 ** 20 and 0 < now <= bound
         held.append(now)
     assert 3 * held[0] > bound, held                  # three sentences' worth would not fit: the oldest went
+
+
+def test_what_no_page_asked_for_in_cache_idle_seconds_goes(app_checkpoints, monkeypatch):
+    """TRANSFORMER_CACHE_IDLE_S: a class that moved on from a sentence leaves nothing of it in the process's caches
+    (the newest few results and figures stay, for a page left open), and its page draws again."""
+    from app import resources
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    monkeypatch.setenv("TRANSFORMER_CACHE_IDLE_S", "3")
+    monkeypatch.setattr(resources, "KEPT_FRESH", 1)
+    monkeypatch.setattr(resources, "FIGURES_FRESH", 1)
+    texts = ("A dog runs in the park.", "Two men play football in a park.", "A girl in a red coat reads a book.")
+    for text in texts:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["text"] = text
+        at.run()                                     # the overview: its decoding, trace, lens and figures
+        assert not at.exception, at.exception
+    held, figures = resources.kept_bytes()[0], resources.figures_held()[0]
+    time.sleep(3.2)
+    at.run()                                         # the last sentence again, alone, after 3 s
+    assert not at.exception, at.exception
+    assert 0 < resources.kept_bytes()[0] < 0.5 * held, (resources.kept_bytes(), held)     # one sentence of three
+    assert 0 < resources.figures_held()[0] < 0.5 * figures, (resources.figures_held(), figures)
 
 
 def test_shared_figures_are_kept_within_their_bytes_and_built_once(monkeypatch):

@@ -51,6 +51,27 @@ def test_a_byte_bound_drops_the_oldest_used_and_keeps_the_newest():
     assert len(once) == 1 and once.ready("big") and once.held() == 50
 
 
+def test_what_nobody_asked_for_in_max_idle_seconds_goes_but_the_newest_fresh_stay():
+    now = [0.0]
+    once = Once[str](keep=None, max_idle=120, fresh=2, clock=lambda: now[0])
+    for key in "abcd":                               # a lesson's sentences, one every 30 s
+        once.get(key, lambda key=key: key)
+        now[0] += 30
+    assert [k for k in "abcd" if once.ready(k)] == list("abcd")     # a at 0 s, now 120 s: not yet
+    once.get("b", lambda: "never")                   # b asked for again at 120 s
+    now[0] = 185
+    once.get("e", lambda: "e")                       # a (0 s) and c (60 s) idle for over 120 s: gone
+    assert [k for k in "abcde" if once.ready(k)] == list("bde") and once.held() == 0
+    now[0] = 10_000                                  # a page left open: the newest two stay however long
+    once.get("e", lambda: "never")
+    assert [k for k in "abcde" if once.ready(k)] == list("be")     # the two asked for last
+    forever = Once[str](keep=None, clock=lambda: now[0])             # without max_idle nothing expires
+    forever.get("x", lambda: "x")
+    now[0] += 10 ** 6
+    forever.get("y", lambda: "y")
+    assert forever.ready("x")
+
+
 def test_tensor_bytes_counts_each_storage_once_wherever_it_is_held():
     @dataclass
     class Held:
