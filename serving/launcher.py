@@ -175,7 +175,10 @@ class Launcher:
         self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // max(1, args.processes))),
                     "TRANSFORMER_ADD_MODELS": "1" if getattr(args, "allow_adding_models", False) else "0",
                     "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-"),
-                    "TRANSFORMER_LAB_OWNED": os.environ.get("TRANSFORMER_LAB_OWNED", "1")}    # a class's server
+                    "TRANSFORMER_LAB_OWNED": os.environ.get("TRANSFORMER_LAB_OWNED", "1"),    # a class's server
+                    # glibc's heaps: two, not one per thread up to 8 per core (a session's page runs in a thread
+                    # of its own; each heap keeps its freed pieces): a 12-min lesson +9 % -> +6 % (BENCHMARKS.md)
+                    "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
         self.stopping = False
         self.address = "127.0.0.1"          # the app processes' own address (behind HAProxy: loopback)
         self.redis: subprocess.Popen | None = None

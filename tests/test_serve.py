@@ -118,6 +118,7 @@ def test_each_process_is_warmed_up_before_students_come(proxy):
         assert not any("warming up" in line and "failed" in line for line in LAUNCHER_OUTPUT), LAUNCHER_OUTPUT
         time.sleep(0.5)
     assert all(any(f"port {p} warmed up" in line for line in LAUNCHER_OUTPUT) for p in ports), LAUNCHER_OUTPUT
+    assert all(psutil.Process(_app_pid(p)).environ().get("MALLOC_ARENA_MAX") == "2" for p in ports)   # two heaps
 
 
 @needs_haproxy
