@@ -101,12 +101,14 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
 
 
 def _steady(page, root: str) -> None:
-    """Wait (up to 12 s) until the number of controls under `root` stops changing: a page can be drawn twice (an
-    old `?view=` link switches page), and a busy machine showed the first page with 19 of its 30+ controls."""
+    """Wait (up to 12 s) until the number of controls under `root` stops changing with no run going: a page can be
+    drawn twice (an old `?view=` link switches page; its second run may compute again what the caches let go), and a
+    busy machine showed the first page with 19 (and 28) of its 30+ controls."""
     seen = None
     for _ in range(40):
-        now = len(page.evaluate(CONTROLS, root))
-        if now == seen:
+        running = page.get_attribute("[data-testid='stApp']", "data-test-script-state") != "notRunning"
+        now = None if running else len(page.evaluate(CONTROLS, root))     # a run still drawing: not steady
+        if now is not None and now == seen:
             return
         seen = now
         page.wait_for_timeout(300)
