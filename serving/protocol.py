@@ -163,9 +163,7 @@ class Student:
     async def reconnect(self) -> None:
         """What a browser does when its websocket drops: keep the address bar (the link the app last wrote,
         the page's path), connect again (HAProxy sends a browser whose process died to a live one, which
-        starts a new session), and the page runs from the link."""
-        if self.link:
-            self.query = dict(urllib.parse.parse_qsl(self.link))
+        starts a new session), and the page runs from the link (self.query: kept as the app writes it)."""
         await self.close()
         self.widgets.clear(), self.blocks.clear(), self.markdown.clear(), self.auto_reruns.clear()
         await self.open()
