@@ -40,7 +40,7 @@ class TorchReference(nn.Module):
         scale = math.sqrt(self.cfg.d_model)
         s = self.embed(src) * scale + self.pe[: src.size(1)]
         t = self.embed(tgt) * scale + self.pe[: tgt.size(1)]
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool)
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=tgt.device, dtype=torch.bool)
         h = self.core(s, t, tgt_mask=causal, src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt == 0,
                       memory_key_padding_mask=src == 0)
         return self.generator(h)

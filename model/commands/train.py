@@ -4,6 +4,8 @@ Examples:
   python train.py --data ../shared/data/multi30k --src en --tgt de --preset small \\
       --out checkpoints/multi30k-en-de --time-budget 110
   torchrun --nproc_per_node=2 train.py --data DIR --src de --tgt en --out checkpoints/x
+  python train.py --data DIR --device cuda --amp bf16 --batch-tokens 24000 --time-budget 3 \
+      --cooldown-minutes 1.2 --out runs/teacher     # a GPU: bf16 autocast, fused Adam, 3 minutes
   python train.py --resume checkpoints/multi30k-en-de      # continue an interrupted run
   python train.py --data ../shared/data/multi30k --init-from checkpoints/multi30k-en-de \
       --epochs 35 --cooldown-epochs 6 --out checkpoints/en-de-longer   # train a finished model on
@@ -67,7 +69,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--cooldown-epochs", type=float, default=0.0,
                    help="over the last N of --epochs, scale the learning rate linearly down to 0 "
                         "(default 0: the paper's schedule alone)")
+    g.add_argument("--cooldown-minutes", type=float, default=0.0, metavar="MIN",
+                   help="with --time-budget: over its last MIN minutes, scale the learning rate linearly down to 0 "
+                        "(an annealed end for a run whose length is set in time, e.g. on a lent GPU)")
     g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    g.add_argument("--keep-partial", action="store_true",
+                   help="when a limit stops the run inside an epoch, score the weights as they are like an "
+                        "epoch's and keep them if best (a run set in time: its end is its most annealed point)")
     g.add_argument("--time-budget", type=float,
                    help="minutes for this command (a resumed run gets its own); stop and save when spent")
     g.add_argument("--average-last", type=int, default=3, help="average the last N epochs' weights (default 3)")
@@ -98,6 +106,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args = _resumed_args(args, argv)
     elif not args.data or not args.out:
         p.error("--data and --out are required (or --resume DIR)")
+    elif args.cooldown_minutes and not args.time_budget:
+        p.error("--cooldown-minutes needs --time-budget")
     elif args.init_from and not (Path(args.init_from) / "config.json").is_file():
         p.error(f"--init-from {args.init_from}: not a checkpoint directory (no config.json)")
     return args

@@ -11,6 +11,7 @@ shared by a source and a target sentencepiece model; `</s>` 0, `<unk>` 1, `<pad>
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -75,6 +76,12 @@ class Tokenizer:
             return self.sp.encode(text, out_type=int)
         unk = self.vocab["<unk>"]
         return [self.vocab.get(p, unk) for p in self.sp.encode(text, out_type=str)]
+
+    def encode_many(self, texts: list[str]) -> list[list[int]]:
+        """encode() of each text, in sentencepiece's own threads when it can (a corpus at once)."""
+        if self.vocab is None:
+            return self.sp.encode(list(texts), out_type=int, num_threads=os.cpu_count() or 1)
+        return [self.encode(t) for t in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Ids -> detokenized text; special ids are dropped."""

@@ -219,10 +219,13 @@ def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
         ended = (f", ended at step {part.get('steps')} (its {part.get('selected', '?')}, "
                  f"val BLEU {part.get('val_bleu')})" if part else "")
         grown = f", {before['grown_from']}," if before.get("grown_from") else ""
-        lines.append(f"  - epochs {before.get('epochs', 0) + 1}-{end}: continued from those weights{grown} with "
+        timed = (f" --time-budget {b['time_budget']:g} --cooldown-minutes {b['cooldown_minutes']:g}"
+                 if b.get("cooldown_minutes") and b.get("time_budget") else "")
+        lines.append(f"  - epochs {(before.get('epochs') or 0) + 1}-{end}: continued from those weights{grown} with "
                      f"`--init-from {b.get('init_from', '?')} --epochs {b.get('epochs', '?')} --cooldown-epochs "
-                     f"{b.get('cooldown_epochs', 0):g}` (an empty optimizer, the rate ramped up again over "
-                     f"{b.get('rewarm', '?')} steps, amp {b.get('amp', '?')}){_other_data(a, b)}{ended}")
+                     f"{b.get('cooldown_epochs', 0):g}{timed}` on {b.get('device', '?')} (an empty optimizer, the rate "
+                     f"ramped up again over {b.get('rewarm', '?')} steps, amp {b.get('amp', '?')})"
+                     f"{_other_data(a, b)}{ended}")
     return lines
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
+from model.inference.bulk import translate_corpus
 from model.inference.options import DecodeOptions
-from model.inference.pipeline import translate
 from model.network.config import ModelConfig
 from model.network.tokenizer import Tokenizer
 from model.network.transformer import Transformer
@@ -37,8 +37,9 @@ def as_checkpoint(model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer) ->
 
 
 def translate_greedy(ckpt: Checkpoint, texts: list[str]) -> list[str]:
-    """Greedy translations in input order, through the library's batched translation."""
-    return translate(ckpt, texts, DecodeOptions("greedy"), batch_size=64)
+    """Greedy translations in input order, all on the model's device (model/inference/bulk.py: the same
+    choices as the library's `translate`, without its per-sentence records)."""
+    return translate_corpus(ckpt, texts, DecodeOptions("beam", beam_size=1))
 
 
 def candidate_weights(work: Path, cfg: ModelConfig, last_epoch: int, n: int) -> dict[str, Transformer]:

@@ -118,7 +118,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches
     for j, (src, tgt) in enumerate(batches):
         last = j == len(batches) - 1
         sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
-        src, tgt = src.to(device), tgt.to(device)
+        src, tgt = src.to(device, non_blocking=True), tgt.to(device, non_blocking=True)
         fed = None if settings.teacher_forcing else own_predictions(model, src, tgt[:, :-1], pad_id)
         with sync, autocast(settings.amp, device):
             loss, ntok = loss_and_tokens(model, src, tgt, settings.label_smoothing, pad_id, fed)

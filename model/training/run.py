@@ -82,7 +82,8 @@ class Trainer:
         self.cfg = self.model.cfg
         self.corpus = load_corpus(args, self.src_tok, self.tgt_tok, self.cfg, train_src, train_tgt)
         self.step_settings = StepSettings(args.label_smoothing, args.clip, args.amp)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
+                                          fused=rt.device.type == "cuda")    # one kernel for all parameters
         self.progress, self.log = Progress(), []
         self.epoch_len = 1
         if args.resume:
@@ -96,6 +97,8 @@ class Trainer:
         self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if rt.world > 1 else self.model)
         self.scaler = torch.amp.GradScaler("cuda") if args.amp == "fp16" and rt.device.type == "cuda" else None
         self.snapshot_texts = self.corpus.val_src[:SNAPSHOT_SENTENCES]
+        self.session_start = time.time()
+        self.last_loss, self.last_rate = 0.0, 0.0
 
     # ---- batches of this rank for one epoch
     def epoch_batches(self, epoch: int) -> list[list[int]]:
@@ -107,18 +110,29 @@ class Trainer:
         budget = self.args.time_budget
         return budget is not None and time.time() - start > budget * 60
 
+    def time_cooldown(self) -> float:
+        """With --cooldown-minutes: 1 until that many minutes of --time-budget are left, then linearly
+        down to 0 at its end (this command's budget: a resumed run cools down in its own)."""
+        minutes = getattr(self.args, "cooldown_minutes", 0.0)
+        if not minutes or self.args.time_budget is None:
+            return 1.0
+        left = self.args.time_budget * 60 - (time.time() - self.session_start)
+        return min(1.0, max(0.0, left / (minutes * 60)))
+
     def run(self) -> None:
         a, rt = self.args, self.rt
         if rt.main:
             n = self.model.num_parameters()
             print(f"model: {n / 1e6:.2f} M parameters, {self.model.cfg}", file=sys.stderr)
             print(f"data: {len(self.corpus.train)} training pairs, {len(self.corpus.val)} val", file=sys.stderr)
-        start = time.time()
+        start = self.session_start = time.time()
         stop = False
         while self.progress.epoch < a.epochs and not stop:
             stop = self.train_epoch(start)
             if self.progress.batch_in_epoch == 0:          # a whole epoch done
                 self.end_of_epoch(start)
+            elif rt.main and getattr(a, "keep_partial", False):
+                self.keep_partial(start)
             elif rt.main:
                 self.save_state(start)
         if rt.world > 1:
@@ -185,7 +199,8 @@ class Trainer:
 
     def _lr(self) -> float:
         p = self.progress
-        return self.schedule.lr(p.step, p.epoch + p.batch_in_epoch / max(self.epoch_len, 1))
+        return (self.schedule.lr(p.step, p.epoch + p.batch_in_epoch / max(self.epoch_len, 1))
+                * self.time_cooldown())
 
     def train_step(self, group: list[list[int]]) -> tuple[float, int]:
         """One optimizer step on a group of batches (gradient accumulation); the step
@@ -215,17 +230,7 @@ class Trainer:
         p.epoch += 1
         if not self.rt.main:
             return
-        val_loss = validation_loss(self.model, self.corpus.val, self.cfg.pad_id)
-        n = self.args.eval_sentences or len(self.corpus.val_src)
-        ckpt = as_checkpoint(self.model, self.src_tok, self.tgt_tok)
-        hyps = translate_greedy(ckpt, self.corpus.val_src[:n])
-        scores = corpus_scores(hyps, self.corpus.val_tgt[:n])
-        record = {"step": p.step, "epoch": p.epoch, "train_loss": round(self.last_loss, 4),
-                  "val_loss": round(val_loss, 4), "val_bleu": round(scores.bleu, 2),
-                  "val_chrf": round(scores.chrf, 2), "tokens_per_s": round(self.last_rate),
-                  "lr": self._lr(), "wall_time_s": round(p.elapsed + time.time() - start, 1)}
-        self.log.append(record)
-        print(json.dumps(record), file=sys.stderr)
+        scores, ckpt = self.evaluate(start, p.epoch)
         self.work.mkdir(parents=True, exist_ok=True)
         save_weights(self.work / f"epoch-{p.epoch}.safetensors", self.model)
         stale = self.work / f"epoch-{p.epoch - max(self.args.average_last, 1)}.safetensors"
@@ -234,10 +239,38 @@ class Trainer:
         snaps = json.loads(snaps_path.read_text()) if snaps_path.exists() else []
         snaps.append({"epoch": p.epoch, "sentences": attention_snapshot(ckpt, self.snapshot_texts)})
         snaps_path.write_text(json.dumps(snaps, separators=(",", ":")))
-        if scores.bleu > p.best_bleu:
-            p.best_bleu = scores.bleu
-            save_checkpoint(self.work / "best", self.model, self.src_tok, self.tgt_tok, meta=run_meta(self.args))
+        self.keep_if_best(scores.bleu)
         self.save_state(start)
+
+    def keep_partial(self, start: float) -> None:
+        """--keep-partial: a limit stopped the run inside an epoch; the weights as they are (the most
+        annealed, with --cooldown-minutes) are scored like an epoch's and kept if they are the best."""
+        p = self.progress
+        scores, _ = self.evaluate(start, round(p.epoch + p.batch_in_epoch / max(self.epoch_len, 1), 3))
+        self.log[-1]["partial"] = True
+        self.keep_if_best(scores.bleu)
+        self.save_state(start)
+
+    def evaluate(self, start: float, epoch: float) -> tuple[Any, Checkpoint]:
+        """Validation loss and greedy BLEU of the current weights, appended to the log."""
+        p = self.progress
+        val_loss = validation_loss(self.model, self.corpus.val, self.cfg.pad_id)
+        n = self.args.eval_sentences or len(self.corpus.val_src)
+        ckpt = as_checkpoint(self.model, self.src_tok, self.tgt_tok)
+        hyps = translate_greedy(ckpt, self.corpus.val_src[:n])
+        scores = corpus_scores(hyps, self.corpus.val_tgt[:n])
+        record = {"step": p.step, "epoch": epoch, "train_loss": round(self.last_loss, 4),
+                  "val_loss": round(val_loss, 4), "val_bleu": round(scores.bleu, 2),
+                  "val_chrf": round(scores.chrf, 2), "tokens_per_s": round(self.last_rate),
+                  "lr": self._lr(), "wall_time_s": round(p.elapsed + time.time() - start, 1)}
+        self.log.append(record)
+        print(json.dumps(record), file=sys.stderr, flush=True)
+        return scores, ckpt
+
+    def keep_if_best(self, bleu: float) -> None:
+        if bleu > self.progress.best_bleu:
+            self.progress.best_bleu = bleu
+            save_checkpoint(self.work / "best", self.model, self.src_tok, self.tgt_tok, meta=run_meta(self.args))
 
     def finish(self) -> None:
         """Keep whichever of (best epoch, average of the last epochs) scores higher on val; write it to

@@ -90,7 +90,7 @@ def build_tokenizers(
 def load_corpus(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer, cfg: ModelConfig,
                 train_src: list[str], train_tgt: list[str]) -> Corpus:
     val_src, val_tgt = read_parallel(args.data, "val", args.src, args.tgt)
-    encode = lambda tok, lines: [tok.encode(line) for line in lines]  # noqa: E731
+    encode = lambda tok, lines: tok.encode_many(lines)  # noqa: E731
     train = make_examples(encode(src_tok, train_src), encode(tgt_tok, train_tgt), cfg.bos_id, cfg.eos_id,
                           args.max_len)
     val = make_examples(encode(src_tok, val_src), encode(tgt_tok, val_tgt), cfg.bos_id, cfg.eos_id, args.max_len)

@@ -1,0 +1,636 @@
+"""A whole visit to a lent GPU in one command: the GPU tests, training speed (ours against
+nn.Transformer), a teacher per direction trained on every pair, the teachers' translations of every
+training source and monolingual sentence (sequence-level distillation, back-translation), the shipped
+students trained on on them, and everything packed for the way back (issue 52).
+
+    python -m model.commands.visit bundle --to gpu-bundle          # here, before the visit (~10 MB)
+    python -m model.commands.visit run --bundle gpu-bundle --out "$OUT" --minutes 8.5   # there
+    python -m model.commands.visit run --bundle B --out O --device cpu --tiny --students-from C   # tests
+
+The machine there has PyTorch with CUDA, sentencepiece, sacrebleu, safetensors and no network: nothing
+is installed, the checkout runs as it is (PYTHONPATH=.). Every stage has a deadline taken from
+--minutes, so the command ends in time even when a stage is slower than planned; a stage that fails is
+logged and the next goes on with what there is. What comes back (at most 8 files of < 16 MB):
+report.tar.gz (logs, results.json, the teachers' training logs and cards, a figure), distill-en-de.txt.xz
+and distill-de-en.txt.xz (corpus and teacher's translation, one line per source sentence in the bundle's
+order: `read_compact` puts the sources back), students.tar.part-NN (the two students' checkpoint
+directories; `cat students.tar.part-* | tar x`).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DIRECTIONS = (("en", "de"), ("de", "en"))
+PART_BYTES = 15 * 2 ** 20            # what comes back: files under 16 MB
+
+# ---- the bundle: what travels beside the checkout ------------------------------------------------
+# name in the bundle <- path under ../shared/data
+PAIRS = {"multi30k": ("multi30k", ("train", "val", "test_2016_flickr")),
+         "tatoeba": ("tatoeba-en-de", ("train", "val", "val-long", "test", "test-long")),
+         "extra": ("everyday-extra", ("train",))}
+MONO = {"sgd.en": "everyday-extra/mono/sgd-dialogues.en.gz", "cv.en": "everyday-extra/mono/commonvoice.en.gz",
+        "cv.de": "everyday-extra/mono/commonvoice.de.gz"}
+LEXICON = "everyday-extra/lexicon.en-de.tsv.gz"
+LEXICON_MAX = 40_000
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().strip(".,!?;:'\"") for w in text.split()]
+
+
+def lexicon_entries(lines: list[str], english: Counter, german: Counter, limit: int = LEXICON_MAX,
+                    least: int = 3) -> list[tuple[str, str]]:
+    """The dictionary entries worth a place among the pairs: one or two plain words a side (no `{m}`,
+    `sb.`, `/abbr/` notes), every word of both sides seen at least `least` times in real English and
+    German sentences (what people type: cities, foods, months) and not only the 300 commonest English
+    words (the pairs teach those in context); of an English entry's German senses the most common one;
+    the most common English first, at most `limit`."""
+    best: dict[str, tuple[int, str, str]] = {}
+    common = {w for w, _ in english.most_common(300)}      # "in", "for", "is": the pairs teach them in context
+    notes = {"sb.", "sth.", "jdm.", "etw.", "jdn.", "jds.", "jd."}
+    for line in lines:
+        en, _, de = line.partition("\t")
+        en, de = en.strip(), de.strip()
+        if not en or not de or any(c in en + de for c in "{}[]()/;|<>=+:"):
+            continue
+        if not (1 <= len(en.split()) <= 2 and 1 <= len(de.split()) <= 2) or notes & set((en + " " + de).split()):
+            continue
+        if all(w in common for w in _words(en)):
+            continue
+        en_freq, de_freq = min(english[w] for w in _words(en)), min(german[w] for w in _words(de))
+        if en_freq < least or de_freq < least:
+            continue
+        key = en.lower()
+        if key not in best or de_freq > best[key][0]:
+            best[key] = (de_freq, en, de)
+    ranked = sorted(best.values(), key=lambda v: -min(english[w] for w in _words(v[1])))
+    return [(en, de) for _, en, de in ranked[:limit]]
+
+
+def make_bundle(shared: Path, to: Path) -> dict[str, Any]:
+    """Copy what the visit trains on into `to` (gzip as it is), with a filtered lexicon and a manifest."""
+    to.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Any] = {}
+    for name, (folder, splits) in PAIRS.items():
+        for split in splits:
+            for lang in ("en", "de"):
+                dst = to / f"{name}.{split}.{lang}.gz"
+                shutil.copyfile(shared / folder / f"{split}.{lang}.gz", dst)
+                files[dst.name] = _count(dst)
+    for name, rel in MONO.items():
+        dst = to / f"{name}.gz"
+        shutil.copyfile(shared / rel, dst)
+        files[dst.name] = _count(dst)
+    counts: dict[str, Counter] = {"en": Counter(), "de": Counter()}
+    for path in sorted(to.glob("*.gz")):
+        lang = path.name.split(".")[-2]
+        if lang in counts and ".train." in path.name or path.name.startswith(("sgd.", "cv.")):
+            counts[lang].update(w for line in _lines(path) for w in _words(line))
+    entries = lexicon_entries(_lines(shared / LEXICON), counts["en"], counts["de"])
+    with gzip.open(to / "lexicon.tsv.gz", "wt", encoding="utf-8") as f:
+        f.writelines(f"{en}\t{de}\n" for en, de in entries)
+    files["lexicon.tsv.gz"] = len(entries)
+    manifest = {"from": str(shared), "files": files,
+                "sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(to.glob("*.gz"))}}
+    (to / "MANIFEST.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def _lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n").strip() for line in f]
+
+
+def _count(path: Path) -> int:
+    return len(_lines(path))
+
+
+# ---- the run's log ------------------------------------------------------------------------------
+class Log:
+    def __init__(self, path: Path) -> None:
+        self.path, self.t0 = path, time.time()
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, message: str) -> None:
+        line = f"[{time.time() - self.t0:6.1f}s] {message}"
+        print(line, flush=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def run_logged(cmd: list[str], log_path: Path, timeout: float) -> subprocess.Popen:
+    """Start cmd with its output in log_path; the caller waits (bounded by `timeout`, see wait_all)."""
+    f = open(log_path, "w", encoding="utf-8")
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
+    proc.deadline = time.time() + timeout  # type: ignore[attr-defined]
+    return proc
+
+
+def wait_all(procs: list[subprocess.Popen]) -> list[int]:
+    """Wait for each process until its deadline; a late one is stopped (SIGTERM, then SIGKILL)."""
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout=max(1.0, p.deadline - time.time())))  # type: ignore[attr-defined]
+        except subprocess.TimeoutExpired:
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            codes.append(-9)
+    return codes
+
+
+# ---- data for the runs ------------------------------------------------------------------------------
+def pairs(bundle: Path, name: str, split: str) -> tuple[list[str], list[str]]:
+    return _lines(bundle / f"{name}.{split}.en.gz"), _lines(bundle / f"{name}.{split}.de.gz")
+
+
+def write_dir(folder: Path, split: str, en: list[str], de: list[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    assert len(en) == len(de), (split, len(en), len(de))
+    (folder / f"{split}.en").write_text("".join(s.replace("\n", " ") + "\n" for s in en), encoding="utf-8")
+    (folder / f"{split}.de").write_text("".join(s.replace("\n", " ") + "\n" for s in de), encoding="utf-8")
+
+
+def real_pairs(bundle: Path) -> tuple[list[str], list[str]]:
+    """Every training pair: Multi30K, Tatoeba, everyday-extra, and the filtered lexicon."""
+    en, de = [], []
+    for name in PAIRS:
+        e, d = pairs(bundle, name, "train")
+        en += e
+        de += d
+    for line in _lines(bundle / "lexicon.tsv.gz"):
+        e, _, d = line.partition("\t")
+        en.append(e)
+        de.append(d)
+    return en, de
+
+
+def val_pairs(bundle: Path, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Multi30K val + Tatoeba val + val-long, shuffled (a run's per-epoch score reads the first few)."""
+    rows = []
+    for name, split in (("multi30k", "val"), ("tatoeba", "val"), ("tatoeba", "val-long")):
+        rows += list(zip(*pairs(bundle, name, split)))
+    random.Random(seed).shuffle(rows)
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+def sources(bundle: Path, lang: str) -> dict[str, list[str]]:
+    """What a teacher translating from `lang` is given, most useful first: the sources of the real
+    pairs (each distinct sentence once), then the monolingual sentences."""
+    out: dict[str, list[str]] = {}
+    for name in PAIRS:
+        out[name] = list(dict.fromkeys(_lines(bundle / f"{name}.train.{lang}.gz")))
+    for name in MONO:
+        if name.endswith("." + lang):
+            out[name.split(".")[0]] = list(dict.fromkeys(_lines(bundle / f"{name}.gz")))
+    return out
+
+
+def read_distilled(path: Path) -> list[tuple[str, str, str]]:
+    if not path.is_file():
+        return []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    return [(r[0], r[1], r[2]) for r in rows if len(r) == 3 and r[1].strip() and r[2].strip()]
+
+
+def student_pairs(bundle: Path, src: str, tgt: str, work: Path) -> tuple[list[str], list[str], dict[str, int]]:
+    """The real pairs, the teacher's translations of every `src` sentence (forward), and the other
+    teacher's translations of monolingual `tgt` sentences (back-translation: the target side is real)."""
+    en, de = real_pairs(bundle)
+    s, t = (en, de) if src == "en" else (de, en)
+    counts = {"real": len(s)}
+    forward = read_distilled(work / f"distill-{src}-{tgt}.tsv.gz")
+    s, t = s + [r[1] for r in forward], t + [r[2] for r in forward]
+    counts["forward"] = len(forward)
+    back = [r for r in read_distilled(work / f"distill-{tgt}-{src}.tsv.gz") if r[0] in {n.split(".")[0] for n in MONO}]
+    s, t = s + [r[2] for r in back], t + [r[1] for r in back]
+    counts["back"] = len(back)
+    return s, t, counts
+
+
+# ---- the stages ------------------------------------------------------------------------------------
+def stage_tests(a: argparse.Namespace, log: Log, logs: Path, seconds: float) -> dict[str, Any]:
+    if a.skip_tests:
+        return {"skipped": True}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "--noconftest", "-p", "no:cacheprovider",
+           "tests/test_gpu.py"]
+    proc = run_logged(cmd, logs / "gpu-tests.log", seconds)
+    code = wait_all([proc])[0]
+    tail = (logs / "gpu-tests.log").read_text(errors="replace").strip().splitlines()[-1:]
+    log(f"gpu tests: exit {code}: {tail}")
+    return {"exit": code, "summary": tail}
+
+
+def stage_speed(a: argparse.Namespace, log: Log, seconds: float) -> dict[str, Any]:
+    from benchmarks.train_speed import compare
+    result = compare(a.device, "tiny" if a.tiny else "base", amp="bf16" if a.device == "cuda" else "off",
+                     batch_tokens=400 if a.tiny else 24_000, seconds=1.0 if a.tiny else seconds)
+    log(f"training speed: {json.dumps(result)}")
+    return result
+
+
+def train_command(a: argparse.Namespace, data: Path, src: str, tgt: str, out: Path, minutes: float,
+                  init_from: Path | None = None) -> list[str]:
+    cmd = [sys.executable, str(ROOT / "train.py"), "--data", str(data), "--src", src, "--tgt", tgt,
+           "--device", a.device, "--out", str(out), "--no-progress", "--log-every", "0.5", "--save-every", "0",
+           "--eval-sentences", "1200", "--max-len", "100", "--average-last", "3", "--keep-partial"]
+    if a.device == "cuda":
+        cmd += ["--amp", "bf16"]
+    if init_from is None:             # a teacher: larger than the student, pre-norm for a short warm-up
+        cmd += ["--tokenizer-from", str(a.students_from / f"multi30k-{src}-{tgt}"), "--norm-first"]
+        cmd += (["--preset", "tiny", "--batch-tokens", "400", "--epochs", "1", "--max-steps", "3"] if a.tiny else
+                ["--preset", "base", "--dropout", "0.1", "--batch-tokens", str(a.teacher_batch), "--lr", "1e-3",
+                 "--warmup", "400", "--epochs", "500", "--time-budget", f"{minutes:.2f}",
+                 "--cooldown-minutes", f"{minutes * 0.45:.2f}"])
+    else:                             # a student: the shipped weights, trained on
+        cmd += ["--init-from", str(init_from), "--half", "--rewarm", "100"]
+        cmd += (["--batch-tokens", "400", "--epochs", "1000", "--max-steps", "3"] if a.tiny else
+                ["--batch-tokens", str(a.student_batch), "--lr", str(a.student_lr), "--epochs", "1000",
+                 "--time-budget", f"{minutes:.2f}", "--cooldown-minutes", f"{minutes:.2f}"])
+    return cmd
+
+
+def stage_teachers(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
+    data = work / "teacher-data"
+    en, de = real_pairs(a.bundle)
+    copies = 1 if a.tiny else 3       # three passes an epoch: fewer end-of-epoch pauses on a fast GPU
+    write_dir(data, "train", en * copies, de * copies)
+    write_dir(data, "val", *val_pairs(a.bundle))
+    log(f"teacher data: {len(en)} pairs x {copies} an epoch")
+    minutes = max(0.2, (seconds - 45) / 60)          # start-up, tokenising, the final choice
+    procs = [run_logged(train_command(a, data, s, t, work / f"teacher-{s}-{t}", minutes),
+                        logs / f"teacher-{s}-{t}.log", seconds) for s, t in DIRECTIONS]
+    codes = wait_all(procs)
+    out = {}
+    for (s, t), code in zip(DIRECTIONS, codes):
+        card = work / f"teacher-{s}-{t}" / "config.json"
+        meta = json.loads(card.read_text()) if card.is_file() else {}
+        out[f"{s}-{t}"] = {"exit": code, **{k: meta.get(k) for k in ("val_bleu", "epochs", "steps", "parameters",
+                                                                      "training_time_min", "hardware", "selected")}}
+        log(f"teacher {s}-{t}: {out[f'{s}-{t}']}")
+    return out
+
+
+def stage_distill(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
+    procs = []
+    for s, t in DIRECTIONS:
+        if not (work / f"teacher-{s}-{t}" / "config.json").is_file():
+            log(f"distill {s}-{t}: no teacher")
+            continue
+        cmd = [sys.executable, "-m", "model.commands.visit", "translate", "--bundle", str(a.bundle),
+               "--checkpoint", str(work / f"teacher-{s}-{t}"), "--src", s, "--tgt", t,
+               "--out", str(work / f"distill-{s}-{t}.tsv.gz"), "--scores", str(work / f"teacher-{s}-{t}-scores.json"),
+               "--seconds", f"{seconds - 15:.0f}", "--device", a.device, "--beam", str(a.distill_beam)]
+        procs.append(((s, t), run_logged(cmd, logs / f"distill-{s}-{t}.log", seconds)))
+    wait_all([p for _, p in procs])
+    out = {}
+    for (s, t), _ in procs:
+        path = work / f"teacher-{s}-{t}-scores.json"
+        out[f"{s}-{t}"] = json.loads(path.read_text()) if path.is_file() else {"error": "no scores written"}
+        log(f"distill {s}-{t}: {out[f'{s}-{t}']}")
+    return out
+
+
+def stage_students(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
+    procs, out = [], {}
+    minutes = max(0.2, (seconds - 50) / 60)
+    for s, t in DIRECTIONS:
+        src, tgt, counts = student_pairs(a.bundle, s, t, work)
+        data = work / f"student-data-{s}-{t}"
+        en, de = (src, tgt) if s == "en" else (tgt, src)
+        write_dir(data, "train", en, de)
+        write_dir(data, "val", *val_pairs(a.bundle))
+        out[f"{s}-{t}"] = {"pairs": counts}
+        log(f"student {s}-{t} data: {counts}")
+        cmd = train_command(a, data, s, t, work / "students" / f"multi30k-{s}-{t}", minutes,
+                            init_from=a.students_from / f"multi30k-{s}-{t}")
+        procs.append(run_logged(cmd, logs / f"student-{s}-{t}.log", seconds))
+    for (s, t), code in zip(DIRECTIONS, wait_all(procs)):
+        card = work / "students" / f"multi30k-{s}-{t}" / "config.json"
+        meta = json.loads(card.read_text()) if card.is_file() else {}
+        out[f"{s}-{t}"].update(exit=code, val_bleu=meta.get("val_bleu"), steps=meta.get("steps"),
+                               selected=meta.get("selected"))
+        log(f"student {s}-{t}: {out[f'{s}-{t}']}")
+    return out
+
+
+# ---- translating (a stage's worker, one process per direction) -----------------------------------------
+def translate_main(a: argparse.Namespace) -> int:
+    import sacrebleu
+    import torch
+
+    from model.inference.bulk import translate_corpus
+    from model.inference.options import DecodeOptions
+    from model.storage.checkpoint import load_checkpoint
+    from model.training.data import group_references
+
+    end = time.time() + a.seconds
+    device = torch.device(a.device)
+    ckpt = load_checkpoint(a.checkpoint)
+    ckpt.model.to(device).eval()
+    opts = DecodeOptions("beam", beam_size=a.beam, alpha=1.0)
+    greedy = DecodeOptions("beam", beam_size=1)
+    scores: dict[str, Any] = {"decoding": f"beam {a.beam}, gnmt alpha 1.0 (monolingual sentences: greedy)"}
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+    sets = [("multi30k", "val"), ("tatoeba", "val"), ("tatoeba", "val-long"), ("multi30k", "test_2016_flickr"),
+            ("tatoeba", "test"), ("tatoeba", "test-long")]
+    for name, split in sets:
+        en, de = pairs(a.bundle, name, split)
+        src, refs = group_references(*((en, de) if a.src == "en" else (de, en)))
+        with amp:
+            hyps = translate_corpus(ckpt, src, opts, batch_tokens=a.batch_tokens)
+        width = max(len(r) for r in refs)
+        streams = [[r[i] if i < len(r) else r[0] for r in refs] for i in range(width)]
+        metric = sacrebleu.BLEU()
+        scores[f"{name}:{split}"] = round(metric.corpus_score(hyps, streams).score, 2)
+        scores["signature"] = str(metric.get_signature())
+    print(json.dumps(scores), flush=True)
+    Path(a.scores).write_text(json.dumps(scores, indent=1))
+    done: dict[str, int] = {}
+    t0 = time.time()
+    with gzip.open(a.out, "wt", encoding="utf-8") as f:
+        for corpus, texts in sources(a.bundle, a.src).items():
+            if time.time() > end:
+                break
+            with amp:
+                outputs = translate_corpus(ckpt, texts, opts if corpus in PAIRS else greedy,
+                                           batch_tokens=a.batch_tokens, should_stop=lambda: time.time() > end)
+            for text, out in zip(texts, outputs):      # every source, "" where time ran out
+                f.write(f"{corpus}\t{text}\t{out}\n")
+            done[corpus] = sum(1 for out in outputs if out)
+            print(f"{corpus}: {done[corpus]} of {len(texts)} in {time.time() - t0:.0f} s", flush=True)
+    scores["translated"] = done
+    scores["translate_s"] = round(time.time() - t0, 1)
+    Path(a.scores).write_text(json.dumps(scores, indent=1))
+    return 0
+
+
+# ---- packing ---------------------------------------------------------------------------------------------
+def compact(tsv: Path, target: Path) -> None:
+    """The way back is narrow: only corpus and translation, one line per source sentence in the order
+    `sources(bundle, src)` gives them ("" where time ran out); `read_compact` puts the sources back."""
+    import lzma
+    with gzip.open(tsv, "rt", encoding="utf-8") as f, lzma.open(target, "wt", encoding="utf-8", preset=6) as g:
+        for line in f:
+            corpus, _, translation = line.rstrip("\n").split("\t")
+            g.write(f"{corpus}\t{translation}\n")
+
+
+def read_compact(path: Path, bundle: Path, src: str) -> list[tuple[str, str, str]]:
+    """(corpus, source, translation) of a returned distill-SRC-TGT.txt.xz, sources from the bundle; rows
+    with no translation dropped. Raises ValueError when a corpus's count does not match the bundle's."""
+    import lzma
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t", 1) for line in f]
+    by_corpus: dict[str, list[str]] = {}
+    for corpus, translation in rows:
+        by_corpus.setdefault(corpus, []).append(translation)
+    texts = sources(bundle, src)
+    out = []
+    for corpus, translations in by_corpus.items():
+        if len(translations) != len(texts.get(corpus, [])):
+            raise ValueError(f"{path}: {corpus} has {len(translations)} lines, the bundle {len(texts.get(corpus, []))}")
+        out += [(corpus, s, t) for s, t in zip(texts[corpus], translations) if t.strip()]
+    return out
+
+
+def split_file(path: Path, part_bytes: int = PART_BYTES) -> list[Path]:
+    """path -> path.part-00, -01, ... each at most part_bytes; the whole is removed."""
+    parts = []
+    with open(path, "rb") as f:
+        i = 0
+        while chunk := f.read(part_bytes):
+            part = path.with_name(f"{path.name}.part-{i:02d}")
+            part.write_bytes(chunk)
+            parts.append(part)
+            i += 1
+    path.unlink()
+    return parts
+
+
+def pack(a: argparse.Namespace, log: Log, work: Path, logs: Path, results: dict[str, Any]) -> None:
+    out = a.out
+    for s, t in DIRECTIONS:
+        src = work / f"distill-{s}-{t}.tsv.gz"
+        if src.is_file():
+            compact(src, out / f"distill-{s}-{t}.txt.xz")
+    students = work / "students"
+    if any(students.glob("*/config.json")):
+        tar_path = out / "students.tar"
+        with tarfile.open(tar_path, "w") as tar:
+            for d in sorted(students.glob("*/config.json")):
+                tar.add(d.parent, arcname=d.parent.name)
+        parts = split_file(tar_path)
+        log(f"students: {len(parts)} part(s) of <= {PART_BYTES >> 20} MiB")
+    for path in sorted(out.glob("distill-*.txt.xz")):
+        if path.stat().st_size > PART_BYTES:
+            split_file(path)
+    figure = _figure(work, logs)
+    (logs / "results.json").write_text(json.dumps(results, indent=1))
+    with tarfile.open(out / "report.tar.gz", "w:gz") as tar:
+        tar.add(logs, arcname="report")
+        for d in sorted(work.glob("teacher-*-*")):
+            for name in ("config.json", "README.md", "training_log.jsonl"):
+                if (d / name).is_file():
+                    tar.add(d / name, arcname=f"report/{d.name}/{name}")
+        if figure:
+            tar.add(figure, arcname=f"report/{figure.name}")
+    for p in sorted(out.iterdir()):
+        log(f"out: {p.name} {p.stat().st_size / 2 ** 20:.1f} MiB")
+
+
+def _figure(work: Path, logs: Path) -> Path | None:
+    """Validation BLEU by minute of every run, one PNG (matplotlib, where the machine has it)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for path in sorted(work.glob("*/training_log.jsonl")) + sorted(work.glob("students/*/training_log.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows = [r for r in rows if "val_bleu" in r]
+        if rows:
+            ax.plot([r["wall_time_s"] / 60 for r in rows], [r["val_bleu"] for r in rows], marker="o",
+                    label=path.parent.name)
+    ax.set_xlabel("training minutes (a student's count on from its CPU training)")
+    ax.set_ylabel("greedy val BLEU (first 1200 val pairs)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    target = logs / "val_bleu.png"
+    fig.savefig(target, dpi=100)
+    return target
+
+
+# ---- the whole visit ------------------------------------------------------------------------------------
+def run_main(a: argparse.Namespace) -> int:
+    t0 = time.time()
+    end = t0 + a.minutes * 60
+    a.out.mkdir(parents=True, exist_ok=True)
+    work = a.work
+    if work.exists():
+        shutil.rmtree(work)
+    logs = work / "logs"
+    log = Log(logs / "visit.log")
+    results: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "args": {k: str(v) for k, v in
+                                                                                     vars(a).items()}}
+    results["env"] = environment()
+    log(f"environment: {json.dumps(results['env'])}")
+    problem = preflight(a)
+    if problem:
+        log(f"preflight failed: {problem}")
+        (logs / "results.json").write_text(json.dumps({**results, "preflight": problem}, indent=1))
+        with tarfile.open(a.out / "report.tar.gz", "w:gz") as tar:
+            tar.add(logs, arcname="report")
+        return 3
+    plan = {"tests": 0.06, "speed": 0.04, "teachers": 0.44, "distill": 0.18, "students": 0.28}
+
+    def budget(stage: str) -> float:
+        """This stage's share of the time left, in proportion to the shares still to come."""
+        names = list(plan)
+        left = end - time.time() - (20 if not a.tiny else 0)     # packing
+        share = plan[stage] / sum(plan[n] for n in names[names.index(stage):])
+        return max(5.0, left * share)
+
+    stages = [("tests", lambda s: stage_tests(a, log, logs, s)), ("speed", lambda s: stage_speed(a, log, s)),
+              ("teachers", lambda s: stage_teachers(a, log, work, logs, s)),
+              ("distill", lambda s: stage_distill(a, log, work, logs, s)),
+              ("students", lambda s: stage_students(a, log, work, logs, s))]
+    for name, fn in stages:
+        seconds = budget(name)
+        log(f"stage {name}: {seconds:.0f} s")
+        started = time.time()
+        try:
+            results[name] = fn(seconds)
+        except Exception as exc:          # noqa: BLE001  (one stage's failure must not lose the others)
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"stage {name} failed: {type(exc).__name__}: {exc}")
+        results.setdefault("seconds", {})[name] = round(time.time() - started, 1)
+    try:
+        pack(a, log, work, logs, results)
+    except Exception as exc:              # noqa: BLE001
+        log(f"packing failed: {type(exc).__name__}: {exc}")
+        return 1
+    log(f"visit done in {time.time() - t0:.0f} s: {json.dumps(summary(results))}")
+    return 0
+
+
+def summary(results: dict[str, Any]) -> dict[str, Any]:
+    """The few numbers the end of the output should carry."""
+    short = {"seconds": results.get("seconds"), "tests": results.get("tests", {}).get("summary"),
+             "speed": {k: v for k, v in results.get("speed", {}).items() if "tokens_per_s" in k}}
+    for part in ("teachers", "distill", "students"):
+        short[part] = results.get(part)
+    return short
+
+
+def preflight(a: argparse.Namespace) -> str | None:
+    """What every stage needs, checked in seconds (a broken visit should end at once, not at its end)."""
+    try:
+        import sacrebleu  # noqa: F401
+        import safetensors  # noqa: F401
+        import sentencepiece  # noqa: F401
+        import torch
+
+        from model.commands.train import parse_args as train_args  # noqa: F401
+        from model.inference.bulk import translate_corpus  # noqa: F401
+        from model.storage.checkpoint import load_checkpoint
+        for s, t in DIRECTIONS:
+            load_checkpoint(a.students_from / f"multi30k-{s}-{t}")
+        if a.device == "cuda" and not torch.cuda.is_available():
+            return "--device cuda, but torch sees no CUDA device"
+    except Exception as exc:          # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def environment() -> dict[str, Any]:
+    import torch
+    env = {"python": sys.version.split()[0], "torch": torch.__version__, "cuda": torch.cuda.is_available()}
+    if torch.cuda.is_available():
+        env.update(gpu=torch.cuda.get_device_name(0), bf16=torch.cuda.is_bf16_supported(),
+                   memory_gb=round(torch.cuda.get_device_properties(0).total_memory / 1e9, 1))
+    env["cpus"] = os.cpu_count()
+    return env
+
+
+# ---- command line ------------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m model.commands.visit", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("bundle", help="copy the data the visit trains on into one folder (to carry)")
+    b.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data", help="the shared data folder")
+    b.add_argument("--to", type=Path, default=ROOT / "gpu-bundle", help="the bundle folder (git-ignored)")
+    r = sub.add_parser("run", help="the whole visit: tests, speed, teachers, distillation, students, packing")
+    r.add_argument("--bundle", type=Path, default=ROOT / "gpu-bundle")
+    r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "visit-out")),
+                   help="what comes back (default $OUT)")
+    r.add_argument("--work", type=Path, default=Path("/tmp/visit-work"), help="scratch (teachers stay here)")
+    r.add_argument("--minutes", type=float, default=8.5, help="the whole visit, packing included (default 8.5)")
+    r.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    r.add_argument("--students-from", type=Path, default=ROOT / "checkpoints",
+                   help="where multi30k-en-de and multi30k-de-en are (the students' start and the tokenizer)")
+    r.add_argument("--teacher-batch", type=int, default=24_000, help="a teacher's tokens per batch")
+    r.add_argument("--student-batch", type=int, default=12_000, help="a student's tokens per batch")
+    r.add_argument("--student-lr", type=float, default=3e-3, help="a student's peak rate (decayed by its step)")
+    r.add_argument("--distill-beam", type=int, default=4)
+    r.add_argument("--tiny", action="store_true", help="tiny models and a few steps: the same path, on a CPU")
+    r.add_argument("--skip-tests", action="store_true", help="do not run pytest -m gpu")
+    t = sub.add_parser("translate", help="(a stage's worker) score a teacher, translate every source")
+    t.add_argument("--bundle", type=Path, required=True)
+    t.add_argument("--checkpoint", type=Path, required=True)
+    t.add_argument("--src", required=True)
+    t.add_argument("--tgt", required=True)
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--scores", type=Path, required=True)
+    t.add_argument("--seconds", type=float, required=True)
+    t.add_argument("--device", default="cuda")
+    t.add_argument("--beam", type=int, default=4)
+    t.add_argument("--batch-tokens", type=int, default=100_000, help="source tokens x beam per batch")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    if a.command == "bundle":
+        manifest = make_bundle(a.shared, a.to)
+        size = sum(p.stat().st_size for p in a.to.iterdir())
+        print(json.dumps(manifest["files"], indent=1))
+        print(f"bundle: {a.to} ({size / 2 ** 20:.1f} MiB)")
+        return 0
+    if a.command == "translate":
+        return translate_main(a)
+    for need in ("MANIFEST.json", "tatoeba.train.en.gz"):
+        if not (a.bundle / need).is_file():
+            print(f"error: {a.bundle / need}: missing; make the bundle first "
+                  f"(python -m model.commands.visit bundle --to {a.bundle})", file=sys.stderr)
+            return 2
+    return run_main(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
