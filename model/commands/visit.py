@@ -248,6 +248,9 @@ def stage_speed(a: argparse.Namespace, log: Log, seconds: float) -> dict[str, An
     result = compare(a.device, "tiny" if a.tiny else "base", amp="bf16" if a.device == "cuda" else "off",
                      batch_tokens=400 if a.tiny else 24_000, seconds=1.0 if a.tiny else seconds)
     log(f"training speed: {json.dumps(result)}")
+    import torch
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()          # the teachers' processes need the memory, not this one
     return result
 
 
