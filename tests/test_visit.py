@@ -58,6 +58,7 @@ def tiny_visit(tmp_path_factory, tokenizer_for_visit):
             _write(bundle / f"{name}.{split}.de.gz", de)
     for k, name in enumerate(MONO):
         en, de = _pairs(15, seed=100 + k)
+        en[3], de[3] = en[3].replace(" ", "\t", 1), de[3].replace(" ", "\t", 1)   # a tab inside a sentence
         _write(bundle / f"{name}.gz", en if name.endswith(".en") else de)
     _write(bundle / "lexicon.tsv.gz", [f"{e}\t{d}" for e, d in WORDS.items()])
     (bundle / "MANIFEST.json").write_text("{}")
@@ -111,7 +112,8 @@ def test_the_visit_runs_every_stage_on_the_cpu_and_packs_what_comes_back(tiny_vi
     with gzip.open(work / "distill-en-de.tsv.gz", "rt") as f:
         full = [tuple(line.rstrip("\n").split("\t")) for line in f]
     back = read_compact(out / "distill-en-de.txt.xz", work.parent / "bundle", "en")
-    assert back == [r for r in full if r[2].strip()] and {r[0] for r in back} >= {"tatoeba", "sgd"}
+    assert [(c, src.replace("\t", " "), t) for c, src, t in back] == [r for r in full if r[2].strip()]
+    assert {r[0] for r in back} >= {"tatoeba", "sgd"} and any("\t" in r[1] for r in back)
 
 
 def test_the_students_come_back_in_parts_that_load_as_checkpoints(tiny_visit, tmp_path):

@@ -235,11 +235,15 @@ def stage_tests(a: argparse.Namespace, log: Log, logs: Path, seconds: float) -> 
     if a.skip_tests:
         return {"skipped": True}
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "--noconftest", "-p", "no:cacheprovider",
-           "tests/test_gpu.py"]
+           "--tb=short", "tests/test_gpu.py"]
     proc = run_logged(cmd, logs / "gpu-tests.log", seconds)
     code = wait_all([proc])[0]
-    tail = (logs / "gpu-tests.log").read_text(errors="replace").strip().splitlines()[-1:]
+    lines = (logs / "gpu-tests.log").read_text(errors="replace").strip().splitlines()
+    tail = lines[-1:]
     log(f"gpu tests: exit {code}: {tail}")
+    if code != 0:
+        said = [line for line in lines if line.startswith(("E ", "FAILED", "tests/"))]
+        log("gpu tests said:\n" + "\n".join(said)[:3000])
     return {"exit": code, "summary": tail}
 
 
@@ -257,7 +261,7 @@ def stage_speed(a: argparse.Namespace, log: Log, seconds: float) -> dict[str, An
 def train_command(a: argparse.Namespace, data: Path, src: str, tgt: str, out: Path, minutes: float,
                   init_from: Path | None = None) -> list[str]:
     cmd = [sys.executable, str(ROOT / "train.py"), "--data", str(data), "--src", src, "--tgt", tgt,
-           "--device", a.device, "--out", str(out), "--no-progress", "--log-every", "0.5", "--save-every", "0",
+           "--device", a.device, "--out", str(out), "--no-progress", "--log-every", "0.25", "--save-every", "0",
            "--eval-sentences", "1200", "--max-len", "100", "--average-last", "3", "--keep-partial"]
     if a.device == "cuda":
         cmd += ["--amp", "bf16"]
@@ -278,7 +282,7 @@ def train_command(a: argparse.Namespace, data: Path, src: str, tgt: str, out: Pa
 def stage_teachers(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
     data = work / "teacher-data"
     en, de = real_pairs(a.bundle)
-    copies = 1 if a.tiny else 3       # three passes an epoch: fewer end-of-epoch pauses on a fast GPU
+    copies = 1 if a.tiny else 4       # three passes an epoch: fewer end-of-epoch pauses on a fast GPU
     write_dir(data, "train", en * copies, de * copies)
     write_dir(data, "val", *val_pairs(a.bundle))
     log(f"teacher data: {len(en)} pairs x {copies} an epoch")
@@ -381,13 +385,17 @@ def translate_main(a: argparse.Namespace) -> int:
                 outputs = translate_corpus(ckpt, texts, opts if corpus in PAIRS else greedy,
                                            batch_tokens=a.batch_tokens, should_stop=lambda: time.time() > end)
             for text, out in zip(texts, outputs):      # every source, "" where time ran out
-                f.write(f"{corpus}\t{text}\t{out}\n")
+                f.write(f"{corpus}\t{_one_field(text)}\t{_one_field(out)}\n")
             done[corpus] = sum(1 for out in outputs if out)
             print(f"{corpus}: {done[corpus]} of {len(texts)} in {time.time() - t0:.0f} s", flush=True)
     scores["translated"] = done
     scores["translate_s"] = round(time.time() - t0, 1)
     Path(a.scores).write_text(json.dumps(scores, indent=1))
     return 0
+
+
+def _one_field(text: str) -> str:
+    return " ".join(text.split("\t")).replace("\n", " ")
 
 
 # ---- packing ---------------------------------------------------------------------------------------------
@@ -397,7 +405,7 @@ def compact(tsv: Path, target: Path) -> None:
     import lzma
     with gzip.open(tsv, "rt", encoding="utf-8") as f, lzma.open(target, "wt", encoding="utf-8", preset=6) as g:
         for line in f:
-            corpus, _, translation = line.rstrip("\n").split("\t")
+            corpus, _, translation = line.rstrip("\n").split("\t", 2)
             g.write(f"{corpus}\t{translation}\n")
 
 
@@ -434,11 +442,32 @@ def split_file(path: Path, part_bytes: int = PART_BYTES) -> list[Path]:
 
 
 def pack(a: argparse.Namespace, log: Log, work: Path, logs: Path, results: dict[str, Any]) -> None:
+    """The report first (it says what happened to the rest), then each piece on its own: one that
+    fails is logged and the others still come back."""
     out = a.out
+    pieces = [("report", lambda: _pack_report(out, work, logs, results))]
     for s, t in DIRECTIONS:
         src = work / f"distill-{s}-{t}.tsv.gz"
         if src.is_file():
-            compact(src, out / f"distill-{s}-{t}.txt.xz")
+            pieces.append((f"distill-{s}-{t}", lambda src=src, s=s, t=t: compact(src, out / f"distill-{s}-{t}.txt.xz")))
+    pieces.append(("students", lambda: _pack_students(out, work, log)))
+    for name, fn in pieces:
+        try:
+            fn()
+        except Exception as exc:          # noqa: BLE001
+            log(f"packing {name} failed: {type(exc).__name__}: {exc}")
+    for path in sorted(out.glob("distill-*.txt.xz")):
+        if path.stat().st_size > PART_BYTES:
+            split_file(path)
+    try:                                  # the report again, with the packing's own log lines
+        _pack_report(out, work, logs, results)
+    except Exception as exc:              # noqa: BLE001
+        log(f"packing the report again failed: {type(exc).__name__}: {exc}")
+    for p in sorted(out.iterdir()):
+        log(f"out: {p.name} {p.stat().st_size / 2 ** 20:.1f} MiB")
+
+
+def _pack_students(out: Path, work: Path, log: Log) -> None:
     students = work / "students"
     if any(students.glob("*/config.json")):
         tar_path = out / "students.tar"
@@ -447,9 +476,9 @@ def pack(a: argparse.Namespace, log: Log, work: Path, logs: Path, results: dict[
                 tar.add(d.parent, arcname=d.parent.name)
         parts = split_file(tar_path)
         log(f"students: {len(parts)} part(s) of <= {PART_BYTES >> 20} MiB")
-    for path in sorted(out.glob("distill-*.txt.xz")):
-        if path.stat().st_size > PART_BYTES:
-            split_file(path)
+
+
+def _pack_report(out: Path, work: Path, logs: Path, results: dict[str, Any]) -> None:
     figure = _figure(work, logs)
     (logs / "results.json").write_text(json.dumps(results, indent=1))
     with tarfile.open(out / "report.tar.gz", "w:gz") as tar:
@@ -458,10 +487,8 @@ def pack(a: argparse.Namespace, log: Log, work: Path, logs: Path, results: dict[
             for name in ("config.json", "README.md", "training_log.jsonl"):
                 if (d / name).is_file():
                     tar.add(d / name, arcname=f"report/{d.name}/{name}")
-        if figure:
+        if figure and figure.parent != logs:
             tar.add(figure, arcname=f"report/{figure.name}")
-    for p in sorted(out.iterdir()):
-        log(f"out: {p.name} {p.stat().st_size / 2 ** 20:.1f} MiB")
 
 
 def _figure(work: Path, logs: Path) -> Path | None:
@@ -516,7 +543,7 @@ def run_main(a: argparse.Namespace) -> int:
         names = list(plan)
         left = end - time.time() - (20 if not a.tiny else 0)     # packing
         share = plan[stage] / sum(plan[n] for n in names[names.index(stage):])
-        return max(5.0, left * share)
+        return max(25.0 if stage == "tests" and not a.tiny else 5.0, left * share)   # pytest starts in ~15 s
 
     stages = [("tests", lambda s: stage_tests(a, log, logs, s)), ("speed", lambda s: stage_speed(a, log, s)),
               ("teachers", lambda s: stage_teachers(a, log, work, logs, s)),
@@ -532,11 +559,7 @@ def run_main(a: argparse.Namespace) -> int:
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"stage {name} failed: {type(exc).__name__}: {exc}")
         results.setdefault("seconds", {})[name] = round(time.time() - started, 1)
-    try:
-        pack(a, log, work, logs, results)
-    except Exception as exc:              # noqa: BLE001
-        log(f"packing failed: {type(exc).__name__}: {exc}")
-        return 1
+    pack(a, log, work, logs, results)
     log(f"visit done in {time.time() - t0:.0f} s: {json.dumps(summary(results))}")
     return 0
 

@@ -104,11 +104,15 @@ def loss_and_tokens(model: torch.nn.Module, src: Tensor, tgt: Tensor, smoothing:
 
 def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches: Sequence[tuple[Tensor, Tensor]],
                lr: float, settings: StepSettings, pad_id: int,
-               scaler: torch.amp.GradScaler | None = None) -> tuple[float, int]:
+               scaler: torch.amp.GradScaler | None = None, sync: bool = True) -> tuple[float | Tensor, int]:
     """One optimizer step over `batches` (gradient accumulation, each batch weighted by its
     target tokens). `model` may be a DistributedDataParallel wrapper: gradients are then
     synchronised once, on the last batch. Returns (mean loss per target token, target
-    tokens). Raises NonFiniteLoss before stepping on a NaN/inf loss."""
+    tokens). Raises NonFiniteLoss before stepping on a NaN/inf loss.
+
+    sync=False (a GPU run): the loss comes back as a 0-dim tensor on the device, not read, so the host
+    queues the next step while the device works; the caller checks it is finite now and then
+    (model/training/run.py), and a non-finite loss is not caught before this step."""
     model.train()
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -124,8 +128,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches
             loss, ntok = loss_and_tokens(model, src, tgt, settings.label_smoothing, pad_id, fed)
         scaled = loss * (ntok / max(total, 1))
         (scaler.scale(scaled) if scaler else scaled).backward()
-        loss_sum += float(loss.detach()) * ntok
-    if not math.isfinite(loss_sum):
+        loss_sum = loss_sum + (float(loss.detach()) if sync else loss.detach().float()) * ntok
+    if sync and not math.isfinite(loss_sum):
         optimizer.zero_grad(set_to_none=True)
         raise NonFiniteLoss(f"the training loss became {loss_sum}")
     _apply(model, optimizer, settings.clip, scaler)

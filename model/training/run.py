@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import sys
@@ -98,7 +99,8 @@ class Trainer:
         self.scaler = torch.amp.GradScaler("cuda") if args.amp == "fp16" and rt.device.type == "cuda" else None
         self.snapshot_texts = self.corpus.val_src[:SNAPSHOT_SENTENCES]
         self.session_start = time.time()
-        self.last_loss, self.last_rate = 0.0, 0.0
+        self.seen_loss, self.last_rate = (0.0, 1), 0.0
+        self.sync = rt.device.type == "cpu"        # on a GPU the host runs ahead; the loss is read now and then
 
     # ---- batches of this rank for one epoch
     def epoch_batches(self, epoch: int) -> list[list[int]]:
@@ -163,13 +165,16 @@ class Trainer:
         seen = {"tokens": 0, "loss": 0.0, "t0": time.time(), "batches0": p.batch_in_epoch}
         clocks = {"saved": time.time(), "logged": time.time()}
 
-        def on_step(loss: float, tokens: int) -> None:
+        def on_step(loss: float | torch.Tensor, tokens: int) -> None:
             seen["tokens"] += tokens
-            seen["loss"] += loss * tokens
+            seen["loss"] = seen["loss"] + loss * tokens     # on a GPU a device tensor, read only when needed
             rate = seen["tokens"] / max(time.time() - seen["t0"], 1e-6)
             bar.update(a.accum)
-            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}", lr=f"{self._lr():.2e}")
-            self.last_loss, self.last_rate = seen["loss"] / seen["tokens"], rate   # this session's epoch mean
+            if not bar.disable:
+                bar.set_postfix(loss=f"{float(loss):.3f}", tok_s=f"{rate:,.0f}", lr=f"{self._lr():.2e}")
+            self.seen_loss, self.last_rate = (seen["loss"], seen["tokens"]), rate   # this session's epoch mean
+            if not self.sync and p.step % 100 == 0 and not math.isfinite(float(seen["loss"])):
+                self.abort_nan()
             now = time.time()
             if a.no_progress and a.log_every and now - clocks["logged"] > a.log_every * 60 and self.rt.main:
                 clocks["logged"] = now
@@ -194,8 +199,17 @@ class Trainer:
         done = p.batch_in_epoch - seen["batches0"]
         left = (n_batches - p.batch_in_epoch) * spent / max(done, 1)
         return (f"{time.strftime('%H:%M:%S')} epoch {p.epoch + 1}/{a.epochs} batch {p.batch_in_epoch}/{n_batches} "
-                f"step {p.step} loss {seen['loss'] / max(seen['tokens'], 1):.3f} "
+                f"step {p.step} loss {float(seen['loss']) / max(seen['tokens'], 1):.3f} "
                 f"tok/s {seen['tokens'] / max(spent, 1e-6):,.0f} lr {self._lr():.2e} epoch left {left / 60:.0f} min")
+
+    @property
+    def last_loss(self) -> float:
+        """Mean training loss per target token of this session's epoch so far."""
+        total, tokens = self.seen_loss
+        loss = float(total) / max(tokens, 1)
+        if not math.isfinite(loss):
+            self.abort_nan()
+        return loss
 
     def _lr(self) -> float:
         p = self.progress
@@ -208,7 +222,7 @@ class Trainer:
         batches = [collate([self.corpus.train[i] for i in b], self.cfg.pad_id) for b in group]
         try:
             loss, tokens = train_step(self.ddp, self.optimizer, batches, self._lr(), self.step_settings,
-                                      self.cfg.pad_id, self.scaler)
+                                      self.cfg.pad_id, self.scaler, sync=self.sync)
         except NonFiniteLoss:
             self.abort_nan()
         return loss, tokens * self.rt.world
