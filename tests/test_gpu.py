@@ -51,17 +51,22 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def one_step(device: torch.device, amp: str = "off") -> tuple[float, list[torch.Tensor], list[torch.Tensor]]:
-    """Loss, gradients and weight updates of one Adam step on `device`, from the same start."""
+    """Loss, gradients (in parameter order) and weight updates of one Adam step on `device`, from the
+    same start. The gradients are caught by a hook per parameter, keyed by name: autograd finishes them
+    in an order that differs between devices (seen on an H200: compared in arrival order, they did not
+    match)."""
     m = model().to(device)
-    before = [p.detach().clone() for p in m.parameters()]
+    named = dict(m.named_parameters())                 # tied weights once
+    before = {n: p.detach().clone() for n, p in named.items()}
     opt = torch.optim.Adam(m.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9, fused=device.type == "cuda")
-    grads: list[torch.Tensor] = []
-    hooks = [p.register_post_accumulate_grad_hook(lambda p: grads.append(p.grad.detach().clone()))
-             for p in m.parameters()]
+    grads: dict[str, torch.Tensor] = {}
+    hooks = [p.register_post_accumulate_grad_hook(lambda p, n=n: grads.__setitem__(n, p.grad.detach().clone()))
+             for n, p in named.items()]
     loss, _ = train_step(m, opt, [batch()], 1e-3, StepSettings(clip=0.0, amp=amp), pad_id=0)
     for h in hooks:
         h.remove()
-    return loss, grads, [p.detach() - b for p, b in zip(m.parameters(), before)]
+    assert set(grads) == set(named)
+    return float(loss), [grads[n] for n in named], [named[n].detach() - before[n] for n in named]
 
 
 def test_a_training_step_on_cuda_matches_the_cpu():

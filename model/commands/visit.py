@@ -1,7 +1,8 @@
 """A whole visit to a lent GPU in one command: the GPU tests, training speed (ours against
-nn.Transformer), a teacher per direction trained on every pair, the teachers' translations of every
-training source and monolingual sentence (sequence-level distillation, back-translation), the shipped
-students trained on on them, and everything packed for the way back (issue 52).
+nn.Transformer; the real loop's step against a fixed-shape one, profiled), a teacher per direction
+trained on every pair, the teachers' translations of every training source and monolingual sentence
+(sequence-level distillation, back-translation), the shipped students trained on them, and everything
+packed for the way back (issue 52).
 
     python -m model.commands.visit bundle --to gpu-bundle          # here, before the visit (~10 MB)
     python -m model.commands.visit run --bundle gpu-bundle --out "$OUT" --minutes 8.5   # there
@@ -133,11 +134,12 @@ class Log:
             f.write(line + "\n")
 
 
-def run_logged(cmd: list[str], log_path: Path, timeout: float) -> subprocess.Popen:
+def run_logged(cmd: list[str], log_path: Path, timeout: float, extra_env: dict[str, str] | None = None
+               ) -> subprocess.Popen:
     """Start cmd with its output in log_path; the caller waits (bounded by `timeout`, see wait_all)."""
     f = open(log_path, "w", encoding="utf-8")
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1", **(extra_env or {}))
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
     proc.deadline = time.time() + timeout  # type: ignore[attr-defined]
     return proc
@@ -258,6 +260,27 @@ def stage_speed(a: argparse.Namespace, log: Log, seconds: float) -> dict[str, An
     return result
 
 
+def stage_loop(a: argparse.Namespace, log: Log, logs: Path, seconds: float) -> dict[str, Any]:
+    """The real training loop's step against a fixed-shape one, profiled (benchmarks/train_loop.py),
+    with the CUDA allocator as it is and with expandable segments; the teachers get the faster one."""
+    cmd = [sys.executable, "-m", "benchmarks.train_loop", "--bundle", str(a.bundle), "--device", a.device]
+    cmd += (["--preset", "tiny", "--steps", "2", "--batch-tokens", "1000", "--pairs", "2000", "--no-profile"]
+            if a.tiny else ["--steps", "12"])
+    out: dict[str, Any] = {}
+    for name, conf in (("default", None), ("expandable", "expandable_segments:True")):
+        env = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
+        proc = run_logged(cmd, logs / f"loop-{name}.log", seconds / 2, env)
+        code = wait_all([proc])[0]
+        first = (logs / f"loop-{name}.log").read_text(errors="replace").splitlines()
+        found = [json.loads(line) for line in first if line.startswith("{")]
+        out[name] = found[0] if found else {"exit": code}
+        log(f"training loop ({name} allocator): {json.dumps(out[name])}")
+    rate = {k: v.get("real_host_ahead_tokens_per_s", 0) for k, v in out.items()}
+    a.alloc_conf = "expandable_segments:True" if rate["expandable"] > 1.05 * rate["default"] else ""
+    out["teachers_use"] = a.alloc_conf or "default"
+    return out
+
+
 def train_command(a: argparse.Namespace, data: Path, src: str, tgt: str, out: Path, minutes: float,
                   init_from: Path | None = None) -> list[str]:
     cmd = [sys.executable, str(ROOT / "train.py"), "--data", str(data), "--src", src, "--tgt", tgt,
@@ -287,8 +310,9 @@ def stage_teachers(a: argparse.Namespace, log: Log, work: Path, logs: Path, seco
     write_dir(data, "val", *val_pairs(a.bundle))
     log(f"teacher data: {len(en)} pairs x {copies} an epoch")
     minutes = max(0.2, (seconds - 45) / 60)          # start-up, tokenising, the final choice
+    env = {"PYTORCH_CUDA_ALLOC_CONF": a.alloc_conf} if getattr(a, "alloc_conf", "") else {}
     procs = [run_logged(train_command(a, data, s, t, work / f"teacher-{s}-{t}", minutes),
-                        logs / f"teacher-{s}-{t}.log", seconds) for s, t in DIRECTIONS]
+                        logs / f"teacher-{s}-{t}.log", seconds, env) for s, t in DIRECTIONS]
     codes = wait_all(procs)
     out = {}
     for (s, t), code in zip(DIRECTIONS, codes):
@@ -536,7 +560,7 @@ def run_main(a: argparse.Namespace) -> int:
         with tarfile.open(a.out / "report.tar.gz", "w:gz") as tar:
             tar.add(logs, arcname="report")
         return 3
-    plan = {"tests": 0.06, "speed": 0.04, "teachers": 0.44, "distill": 0.18, "students": 0.28}
+    plan = {"tests": 0.05, "speed": 0.035, "loop": 0.06, "teachers": 0.42, "distill": 0.175, "students": 0.26}
 
     def budget(stage: str) -> float:
         """This stage's share of the time left, in proportion to the shares still to come."""
@@ -546,6 +570,7 @@ def run_main(a: argparse.Namespace) -> int:
         return max(25.0 if stage == "tests" and not a.tiny else 5.0, left * share)   # pytest starts in ~15 s
 
     stages = [("tests", lambda s: stage_tests(a, log, logs, s)), ("speed", lambda s: stage_speed(a, log, s)),
+              ("loop", lambda s: stage_loop(a, log, logs, s)),
               ("teachers", lambda s: stage_teachers(a, log, work, logs, s)),
               ("distill", lambda s: stage_distill(a, log, work, logs, s)),
               ("students", lambda s: stage_students(a, log, work, logs, s))]
@@ -567,7 +592,9 @@ def run_main(a: argparse.Namespace) -> int:
 def summary(results: dict[str, Any]) -> dict[str, Any]:
     """The few numbers the end of the output should carry."""
     short = {"seconds": results.get("seconds"), "tests": results.get("tests", {}).get("summary"),
-             "speed": {k: v for k, v in results.get("speed", {}).items() if "tokens_per_s" in k}}
+             "speed": {k: v for k, v in results.get("speed", {}).items() if "tokens_per_s" in k},
+             "loop": {name: {k: v for k, v in r.items() if "tokens_per_s" in k}
+                      for name, r in results.get("loop", {}).items() if isinstance(r, dict)}}
     for part in ("teachers", "distill", "students"):
         short[part] = results.get(part)
     return short
