@@ -130,6 +130,23 @@ def test_the_students_come_back_in_parts_that_load_as_checkpoints(tiny_visit, tm
         assert json.loads((tmp_path / f"multi30k-{s}-{t}" / "config.json").read_text())["weights_dtype"] == "float16"
 
 
+def test_a_later_visit_trains_the_students_on_what_an_earlier_one_distilled(tiny_visit, tmp_path):
+    proc, out, work, ckpts = tiny_visit
+    again = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "model.commands.visit", "run", "--bundle", str(work.parent / "bundle"),
+                           "--out", str(again), "--work", str(tmp_path / "work"), "--device", "cpu", "--tiny",
+                           "--students-from", str(ckpts), "--stages", "students", "--distilled", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=200)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    with tarfile.open(again / "report.tar.gz") as tar:
+        results = json.load(tar.extractfile("report/results.json"))
+    assert set(results["seconds"]) == {"students"}
+    assert results["distilled_from"]["en-de"] > 0
+    assert results["students"]["en-de"]["pairs"]["forward"] == results["distilled_from"]["en-de"]
+    assert sorted(again.glob("students.tar.part-*"))
+
+
 def test_split_parts_join_back_to_the_whole(tmp_path):
     data = os.urandom(2500)
     whole = tmp_path / "x.tar"

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+STAGES = ("tests", "speed", "loop", "teachers", "distill", "students")
 DIRECTIONS = (("en", "de"), ("de", "en"))
 PART_BYTES = 15 * 2 ** 20            # what comes back: files under 16 MB
 
@@ -451,6 +452,26 @@ def read_compact(path: Path, bundle: Path, src: str) -> list[tuple[str, str, str
     return out
 
 
+def unpack_distilled(folder: Path, bundle: Path, work: Path, log: Log) -> dict[str, int]:
+    """An earlier visit's distill-*.txt.xz (joined from parts) back into the work folder's tsv.gz, as
+    the distill stage would have left them."""
+    work.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for s, t in DIRECTIONS:
+        name = f"distill-{s}-{t}.txt.xz"
+        parts = sorted(folder.glob(name + ".part-*")) or ([folder / name] if (folder / name).is_file() else [])
+        if not parts:
+            continue
+        joined = work / name
+        joined.write_bytes(b"".join(p.read_bytes() for p in parts))
+        rows = read_compact(joined, bundle, s)
+        with gzip.open(work / f"distill-{s}-{t}.tsv.gz", "wt", encoding="utf-8") as f:
+            f.writelines(f"{c}\t{_one_field(src)}\t{out}\n" for c, src, out in rows)
+        counts[f"{s}-{t}"] = len(rows)
+        log(f"distilled {s}-{t} from {folder}: {len(rows)} translations")
+    return counts
+
+
 def split_file(path: Path, part_bytes: int = PART_BYTES) -> list[Path]:
     """path -> path.part-00, -01, ... each at most part_bytes; the whole is removed."""
     parts = []
@@ -547,6 +568,10 @@ def run_main(a: argparse.Namespace) -> int:
     work = a.work
     if work.exists():
         shutil.rmtree(work)
+    unknown = set(a.stages) - set(STAGES)
+    if unknown:
+        print(f"error: unknown stage(s) {', '.join(sorted(unknown))}; choose from {','.join(STAGES)}", file=sys.stderr)
+        return 2
     logs = work / "logs"
     log = Log(logs / "visit.log")
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "args": {k: str(v) for k, v in
@@ -574,7 +599,13 @@ def run_main(a: argparse.Namespace) -> int:
               ("teachers", lambda s: stage_teachers(a, log, work, logs, s)),
               ("distill", lambda s: stage_distill(a, log, work, logs, s)),
               ("students", lambda s: stage_students(a, log, work, logs, s))]
+    for name in [n for n in plan if n not in a.stages]:
+        del plan[name]
+    if a.distilled:
+        results["distilled_from"] = unpack_distilled(a.distilled, a.bundle, work, log)
     for name, fn in stages:
+        if name not in a.stages:
+            continue
         seconds = budget(name)
         log(f"stage {name}: {seconds:.0f} s")
         started = time.time()
@@ -653,6 +684,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     r.add_argument("--distill-beam", type=int, default=4)
     r.add_argument("--tiny", action="store_true", help="tiny models and a few steps: the same path, on a CPU")
     r.add_argument("--skip-tests", action="store_true", help="do not run pytest -m gpu")
+    r.add_argument("--stages", type=lambda v: v.split(","), default=list(STAGES), metavar="A,B",
+                   help=f"the stages to run, of {','.join(STAGES)} (default all; the time is shared among them)")
+    r.add_argument("--distilled", type=Path, metavar="DIR",
+                   help="distill-SRC-TGT.txt.xz[.part-NN] an earlier visit brought back (carried): the students "
+                        "train on them (e.g. --stages tests,students on a visit after the teachers' one)")
     t = sub.add_parser("translate", help="(a stage's worker) score a teacher, translate every source")
     t.add_argument("--bundle", type=Path, required=True)
     t.add_argument("--checkpoint", type=Path, required=True)
