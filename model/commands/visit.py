@@ -35,6 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from model.commands.registry import prog
+
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("tests", "speed", "loop", "teachers", "distill", "students")
 DIRECTIONS = (("en", "de"), ("de", "en"))
@@ -663,7 +665,7 @@ def environment() -> dict[str, Any]:
 
 # ---- command line ------------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m model.commands.visit", description=__doc__,
+    p = argparse.ArgumentParser(prog=prog("model.visit"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bundle", help="copy the data the visit trains on into one folder (to carry)")
