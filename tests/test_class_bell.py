@@ -25,11 +25,15 @@ class Store:
         return self.versions.get(code, GONE)
 
 
+def waiting(store: Store) -> asyncio.Task:
+    """One waiter on class ABCDEFGH, which it knows at version 1 (call inside a running loop)."""
+    return asyncio.create_task(Bell(store.read, watch=WATCH).wait("ABCDEFGH", 1, timeout=5))
+
+
 def test_a_waiter_wakes_when_its_class_changes():
     async def go():
         store = Store()
-        bell = Bell(store.read, watch=WATCH)
-        waiter = asyncio.create_task(bell.wait("ABCDEFGH", 1, timeout=5))
+        waiter = waiting(store)
         await asyncio.sleep(0.1)
         assert not waiter.done()
         t0 = time.monotonic()
@@ -75,8 +79,7 @@ def test_nothing_is_read_once_nobody_waits():
 def test_an_ended_class_answers_gone():
     async def go():
         store = Store()
-        bell = Bell(store.read, watch=WATCH)
-        waiter = asyncio.create_task(bell.wait("ABCDEFGH", 1, timeout=5))
+        waiter = waiting(store)
         await asyncio.sleep(0.05)
         del store.versions["ABCDEFGH"]
         return await asyncio.wait_for(waiter, 1)

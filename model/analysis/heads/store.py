@@ -14,18 +14,9 @@ from typing import Any
 import numpy as np
 
 from i18n import N_, Later
-from model.analysis.heads import (
-    FILE,
-    FORMAT,
-    HeadStatistics,
-    KindStatistics,
-    Progress,
-    SentenceSet,
-    StatisticsError,
-    compute,
-    fingerprint,
-)
+from model.analysis.heads import FILE, FORMAT, HeadStatistics, KindStatistics, StatisticsError
 from model.analysis.heads.measures import MEASURES
+from model.analysis.heads.statistics import Progress, SentenceSet, compute, fingerprint
 from model.inference.options import DecodeOptions
 from model.storage.checkpoint import Checkpoint
 
