@@ -188,20 +188,35 @@ class Trace:
             out["logits"] = _rows(self.tensors["output.logits"][index, :lengths["decoder"]])
         return out
 
-    def to_bertviz(self, index: int = 0) -> dict[str, Any]:
+    def to_bertviz(self, index: int = 0, part: str = "all") -> dict[str, Any]:
         """Keyword arguments for bertviz's `head_view` / `model_view` (encoder-decoder form):
-        per-layer tensors of shape (1, H, Tq, Tk), padding cut off."""
+        per-layer tensors of shape (1, H, Tq, Tk), padding cut off.
+
+        bertviz draws one stack depth per call (it takes the encoder's layer count for every part), so a
+        model whose encoder and decoder differ in depth (the shipped 6 + 4) is drawn in two calls:
+        part="encoder" (encoder self-attention) and part="decoder" (decoder self-attention and
+        cross-attention, both one per decoder layer). part="all" gives the three at once and raises
+        ValueError, saying so, where the depths differ."""
+        if part not in BERTVIZ_PARTS:
+            raise ValueError(f"part must be one of {BERTVIZ_PARTS}, got {part!r}")
         s = self.source_length(index)
-        result: dict[str, Any] = {
-            "encoder_attention": [a[index:index + 1, :, :s, :s] for a in self.attention("encoder_self")],
-            "encoder_tokens": _tokens(self.source_tokens, index, s),
-        }
-        if self.has_decoder():
+        result: dict[str, Any] = {"encoder_tokens": _tokens(self.source_tokens, index, s)}
+        if part in ("all", "encoder"):
+            result["encoder_attention"] = [a[index:index + 1, :, :s, :s] for a in self.attention("encoder_self")]
+        if part in ("all", "decoder") and self.has_decoder():
             t = self.target_length(index)
             result["decoder_attention"] = [a[index:index + 1, :, :t, :t] for a in self.attention("decoder_self")]
             result["cross_attention"] = [a[index:index + 1, :, :t, :s] for a in self.attention("cross")]
             result["decoder_tokens"] = _tokens(self.target_tokens, index, t)
+        depths = {len(result[k]) for k in ("encoder_attention", "decoder_attention") if k in result}
+        if len(depths) > 1:
+            raise ValueError(f"bertviz draws one depth per call and this model has {len(result['encoder_attention'])} "
+                             f"encoder and {len(result['decoder_attention'])} decoder layers: call "
+                             "to_bertviz(i, part='encoder') and to_bertviz(i, part='decoder') (docs/trace-format.md)")
         return result
+
+
+BERTVIZ_PARTS = ("all", "encoder", "decoder")
 
 
 def _tokens(tokens: list[list[str]] | None, index: int, length: int) -> list[str]:
