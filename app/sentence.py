@@ -49,7 +49,7 @@ CUSTOM = N_("(type your own)")      # the picker's first line: no preset (shown 
 PRESET = "preset"         # the preset picker's widget key (it only sets the sentence)
 TEXT_LANG = "text_lang"   # owner key: the language the sentence is in
 SEPARATOR = "  ("         # a preset's line: the sentence, then its label in brackets
-LABEL_CHARS = 70          # the compact header shows this much of the sentence
+LABEL_CHARS = 160         # the compact header shows the sentence whole (wrapped) up to this many characters
 
 
 def _line(sentence: str, label: str) -> str:

@@ -51,7 +51,11 @@ def page_style() -> None:
 COMPACT_STYLE = ("<style>[data-testid='stMainBlockContainer'] {padding-top: 3rem !important; "
                  "padding-bottom: 2rem !important} "
                  "[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock'] {gap: 0.6rem} "
-                 ".st-key-header p {margin-bottom: 0}</style>")
+                 ".st-key-header p {margin-bottom: 0} "
+                 # the sentence on the slim line, whole: wrapped onto a second line rather than cut
+                 ".st-key-edit_sentence button {height: auto; min-height: 2.5rem; text-align: left} "
+                 ".st-key-edit_sentence button, .st-key-edit_sentence button * {white-space: normal !important; "
+                 "text-overflow: clip !important; overflow: visible !important; overflow-wrap: anywhere}</style>")
 
 
 def compact_style() -> None:

@@ -156,3 +156,39 @@ def test_the_presentation_view_from_a_link_steps_with_the_arrow_keys_and_esc_ret
     assert "present" not in page.url and "step=2" in page.url
     no_errors(page)
     page.close()
+
+
+LONG = "The animal didn't cross the street because it was too tired, and the driver waited patiently."
+SLIM_LINE = """() => {
+  const button = document.querySelector('.st-key-edit_sentence button');
+  const r = button.getBoundingClientRect();
+  const clipped = [button, ...button.querySelectorAll('*')].filter(e => {
+    const cs = getComputedStyle(e);
+    return (cs.textOverflow === 'ellipsis' || ['hidden', 'clip'].includes(cs.overflowX)) &&
+           e.scrollWidth > e.clientWidth + 1;
+  }).length;
+  const label = button.querySelector('[data-testid="stMarkdownContainer"]') || button;
+  return {text: label.innerText.replace(/\\s+/g, ' ').trim(), lines: Math.round(r.height), clipped,
+          right: r.right, width: window.innerWidth};
+}"""
+
+
+def test_projector_mode_shows_the_whole_sentence_on_its_slim_line(shipped_server, browser):
+    """A sentence longer than the slim line is wrapped onto a second line, never cut, at both sizes; the
+    page's picture still starts in the upper half."""
+    from urllib.parse import quote_plus
+    page = browser.new_page(viewport={"width": 1024, "height": 768})
+    page.goto(f"{shipped_server}/?view=explore&projector=1&text={quote_plus(LONG)}")
+    page.wait_for_selector(".st-key-edit_sentence button", timeout=90_000)
+    page.wait_for_selector(".js-plotly-plot .main-svg", state="attached", timeout=90_000)
+    settle(page)
+    laid_out(page)
+    for size in SIZES[::-1]:
+        page.set_viewport_size(dict(zip(("width", "height"), size, strict=True)))
+        laid_out(page)
+        line = page.evaluate(SLIM_LINE)
+        page.screenshot(path=str(ARTIFACTS / "projector" / f"slim-line-{size[0]}x{size[1]}.png"))
+        assert line["text"] == LONG and line["clipped"] == 0, (size, line)
+        assert line["right"] <= line["width"], (size, line)
+        assert not [w for w in _measure(page, "explore-long", size) if "chart" in w or "scroll" in w]
+    page.close()
