@@ -39,6 +39,7 @@ from model.commands.registry import prog
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("tests", "speed", "loop", "teachers", "distill", "students")
+EXPANDABLE = "expandable_segments:True"
 DIRECTIONS = (("en", "de"), ("de", "en"))
 PART_BYTES = 15 * 2 ** 20            # what comes back: files under 16 MB
 
@@ -279,9 +280,17 @@ def stage_loop(a: argparse.Namespace, log: Log, logs: Path, seconds: float) -> d
         out[name] = found[0] if found else {"exit": code}
         log(f"training loop ({name} allocator): {json.dumps(out[name])}")
     rate = {k: v.get("real_host_ahead_tokens_per_s", 0) for k, v in out.items()}
-    a.alloc_conf = "expandable_segments:True" if rate["expandable"] > 1.05 * rate["default"] else ""
+    a.alloc_conf = "" if rate["default"] > 1.05 * rate["expandable"] else EXPANDABLE
     out["teachers_use"] = a.alloc_conf or "default"
     return out
+
+
+def alloc_env(a: argparse.Namespace) -> dict[str, str]:
+    """The CUDA allocator the training processes get: expandable segments (every batch has another shape,
+    and the caching allocator's fixed blocks fit them badly) unless the loop stage measured the default
+    faster."""
+    conf = getattr(a, "alloc_conf", EXPANDABLE)
+    return {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf and a.device == "cuda" else {}
 
 
 def train_command(a: argparse.Namespace, data: Path, src: str, tgt: str, out: Path, minutes: float,
@@ -313,7 +322,7 @@ def stage_teachers(a: argparse.Namespace, log: Log, work: Path, logs: Path, seco
     write_dir(data, "val", *val_pairs(a.bundle))
     log(f"teacher data: {len(en)} pairs x {copies} an epoch")
     minutes = max(0.2, (seconds - 45) / 60)          # start-up, tokenising, the final choice
-    env = {"PYTORCH_CUDA_ALLOC_CONF": a.alloc_conf} if getattr(a, "alloc_conf", "") else {}
+    env = alloc_env(a)
     procs = [run_logged(train_command(a, data, s, t, work / f"teacher-{s}-{t}", minutes),
                         logs / f"teacher-{s}-{t}.log", seconds, env) for s, t in DIRECTIONS]
     codes = wait_all(procs)
@@ -360,7 +369,7 @@ def stage_students(a: argparse.Namespace, log: Log, work: Path, logs: Path, seco
         log(f"student {s}-{t} data: {counts}")
         cmd = train_command(a, data, s, t, work / "students" / f"multi30k-{s}-{t}", minutes,
                             init_from=a.students_from / f"multi30k-{s}-{t}")
-        procs.append(run_logged(cmd, logs / f"student-{s}-{t}.log", seconds))
+        procs.append(run_logged(cmd, logs / f"student-{s}-{t}.log", seconds, alloc_env(a)))
     for (s, t), code in zip(DIRECTIONS, wait_all(procs)):
         card = work / "students" / f"multi30k-{s}-{t}" / "config.json"
         meta = json.loads(card.read_text()) if card.is_file() else {}
