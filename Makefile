@@ -40,8 +40,9 @@ serve: $(STAMP)
 # The tests in one worker per core (pytest-xdist): most of their time is spent waiting on the app,
 # a browser or a subprocess, so two workers on two cores finish in about 0.7 of the time (BENCHMARKS.md).
 # worksteal: a worker that runs out takes tests queued for the other (a few browser walks take 30-60 s each).
+# --durations=15: the slowest fifteen, printed at the end (CI shows where the time goes).
 test: $(STAMP) $(AXE)
-	$(PY) -m pytest -q -n auto --dist worksteal
+	$(PY) -m pytest -q -n auto --dist worksteal --durations=15
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -n auto --dist worksteal -m "not e2e"

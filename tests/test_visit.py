@@ -53,11 +53,11 @@ def tiny_visit(tmp_path_factory, tokenizer_for_visit):
     bundle.mkdir()
     for i, (name, (_, splits)) in enumerate(PAIRS.items()):
         for j, split in enumerate(splits):
-            en, de = _pairs(60 if split == "train" else 12, seed=10 * i + j)
+            en, de = _pairs(40 if split == "train" else 6, seed=10 * i + j)
             _write(bundle / f"{name}.{split}.en.gz", en)
             _write(bundle / f"{name}.{split}.de.gz", de)
     for k, name in enumerate(MONO):
-        en, de = _pairs(15, seed=100 + k)
+        en, de = _pairs(8, seed=100 + k)
         en[3], de[3] = en[3].replace(" ", "\t", 1), de[3].replace(" ", "\t", 1)   # a tab inside a sentence
         _write(bundle / f"{name}.gz", en if name.endswith(".en") else de)
     _write(bundle / "lexicon.tsv.gz", [f"{e}\t{d}" for e, d in WORDS.items()])
