@@ -14,7 +14,6 @@ import tarfile
 import textwrap
 from pathlib import Path
 
-import pytest
 import torch
 
 from model.commands.visit import DIRECTIONS, MONO, PAIRS, lexicon_entries, read_compact, split_file
@@ -46,9 +45,8 @@ def _write(path: Path, lines: list[str]) -> None:
         f.writelines(line + "\n" for line in lines)
 
 
-@pytest.fixture(scope="module")
-def tiny_visit(tmp_path_factory, tokenizer_for_visit):
-    root = tmp_path_factory.mktemp("visit")
+def tiny_bundle(root: Path, tokenizer) -> tuple[Path, Path]:
+    """A bundle of the visit's layout from made-up pairs, and tiny shipped-alike checkpoints."""
     bundle, ckpts = root / "bundle", root / "checkpoints"
     bundle.mkdir()
     for i, (name, (_, splits)) in enumerate(PAIRS.items()):
@@ -63,11 +61,21 @@ def tiny_visit(tmp_path_factory, tokenizer_for_visit):
     _write(bundle / "lexicon.tsv.gz", [f"{e}\t{d}" for e, d in WORDS.items()])
     (bundle / "MANIFEST.json").write_text("{}")
     for s, t in DIRECTIONS:
-        m = tiny_model(tokenizer_for_visit.vocab_size, seed=3)
-        save_checkpoint(ckpts / f"multi30k-{s}-{t}", m, tokenizer_for_visit, tokenizer_for_visit)
-    blocker = root / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(textwrap.dedent(f"""
+        save_checkpoint(ckpts / f"multi30k-{s}-{t}", tiny_model(tokenizer.vocab_size, seed=3), tokenizer, tokenizer)
+    return bundle, ckpts
+
+
+def visit(args: list[str], pythonpath: list[Path]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in pythonpath))
+    return subprocess.run([sys.executable, "-m", "model.commands.visit", "run", "--device", "cpu", "--tiny", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+
+
+def blocker(root: Path) -> Path:
+    """A sitecustomize that makes what the lent GPU machine lacks unimportable."""
+    folder = root / "blocker"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(textwrap.dedent(f"""
         import sys
         class _NotThere:
             def find_spec(self, name, path=None, target=None):
@@ -75,25 +83,21 @@ def tiny_visit(tmp_path_factory, tokenizer_for_visit):
                     raise ImportError(name + " is not on the lent GPU machine")
         sys.meta_path.insert(0, _NotThere())
     """))
-    out, work = root / "out", root / "work"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(blocker), str(ROOT)]))
-    proc = subprocess.run([sys.executable, "-m", "model.commands.visit", "run", "--bundle", str(bundle),
-                           "--out", str(out), "--work", str(work), "--device", "cpu", "--tiny", "--minutes", "4",
-                           "--students-from", str(ckpts), "--skip-tests"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=280)
-    return proc, out, work, ckpts
+    return folder
 
 
-@pytest.fixture(scope="module")
-def tokenizer_for_visit():
+def test_a_whole_visit_on_the_cpu_then_a_students_only_visit_on_what_it_distilled(tmp_path):
+    """One test, so that one worker runs the two visits (a module fixture would run in each worker that takes
+    one of its tests, two visits at once on two cores)."""
     from model.network.tokenizer import Tokenizer
     en, de = _pairs(300, seed=0)
-    return Tokenizer.train(en + de, vocab_size=60)
-
-
-def test_the_visit_runs_every_stage_on_the_cpu_and_packs_what_comes_back(tiny_visit):
-    proc, out, work, ckpts = tiny_visit
+    bundle, ckpts = tiny_bundle(tmp_path, Tokenizer.train(en + de, vocab_size=60))
+    out, work = tmp_path / "out", tmp_path / "work"
+    proc = visit(["--bundle", str(bundle), "--out", str(out), "--work", str(work), "--minutes", "4",
+                  "--students-from", str(ckpts), "--skip-tests"], [blocker(tmp_path), ROOT])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    # what comes back: at most 8 files under 16 MB, the report first
     names = sorted(p.name for p in out.iterdir())
     assert len(names) <= 8 and all(p.stat().st_size < 16 * 2 ** 20 for p in out.iterdir())
     assert {"report.tar.gz", "distill-en-de.txt.xz", "distill-de-en.txt.xz"} <= set(names)
@@ -101,6 +105,7 @@ def test_the_visit_runs_every_stage_on_the_cpu_and_packs_what_comes_back(tiny_vi
         results = json.load(tar.extractfile("report/results.json"))
         members = tar.getnames()
     assert results["speed"]["ours_tokens_per_s"] > 0 and results["speed"]["nn_transformer_tokens_per_s"] > 0
+    assert results["loop"]["default"]["real_tokens_per_s"] > 0
     for direction in ("en-de", "de-en"):
         assert results["teachers"][direction]["exit"] == 0
         assert results["teachers"][direction]["val_bleu"] is not None
@@ -109,41 +114,39 @@ def test_the_visit_runs_every_stage_on_the_cpu_and_packs_what_comes_back(tiny_vi
         assert results["students"][direction]["exit"] == 0
         assert results["students"][direction]["pairs"]["forward"] > 0
     assert results["students"]["en-de"]["pairs"]["back"] > 0          # German monolingual, back-translated
+
+    # the distillation comes back compact, and its sources are put back from the bundle (a tab included)
     with gzip.open(work / "distill-en-de.tsv.gz", "rt") as f:
         full = [tuple(line.rstrip("\n").split("\t")) for line in f]
-    back = read_compact(out / "distill-en-de.txt.xz", work.parent / "bundle", "en")
+    back = read_compact(out / "distill-en-de.txt.xz", bundle, "en")
     assert [(c, src.replace("\t", " "), t) for c, src, t in back] == [r for r in full if r[2].strip()]
     assert {r[0] for r in back} >= {"tatoeba", "sgd"} and any("\t" in r[1] for r in back)
 
-
-def test_the_students_come_back_in_parts_that_load_as_checkpoints(tiny_visit, tmp_path):
-    proc, out, work, ckpts = tiny_visit
+    # the students come back in parts that load as checkpoints, trained on (not copied), in float16
     parts = sorted(out.glob("students.tar.part-*"))
     assert parts
     with tarfile.open(fileobj=io.BytesIO(b"".join(p.read_bytes() for p in parts))) as tar:
-        tar.extractall(tmp_path, filter="data")
+        tar.extractall(tmp_path / "students", filter="data")
     for s, t in DIRECTIONS:
-        student = load_checkpoint(tmp_path / f"multi30k-{s}-{t}")
+        student = load_checkpoint(tmp_path / "students" / f"multi30k-{s}-{t}")
         start = load_checkpoint(ckpts / f"multi30k-{s}-{t}")
-        moved = sum(float((a - b).abs().sum()) for a, b in zip(student.model.parameters(), start.model.parameters()))
-        assert moved > 0                                         # trained on, not copied
-        assert json.loads((tmp_path / f"multi30k-{s}-{t}" / "config.json").read_text())["weights_dtype"] == "float16"
+        with torch.no_grad():
+            moved = sum(float((a - b).abs().sum()) for a, b in zip(student.model.parameters(),
+                                                                   start.model.parameters()))
+        assert moved > 0
+        config = json.loads((tmp_path / "students" / f"multi30k-{s}-{t}" / "config.json").read_text())
+        assert config["weights_dtype"] == "float16"
 
-
-def test_a_later_visit_trains_the_students_on_what_an_earlier_one_distilled(tiny_visit, tmp_path):
-    proc, out, work, ckpts = tiny_visit
-    again = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "model.commands.visit", "run", "--bundle", str(work.parent / "bundle"),
-                           "--out", str(again), "--work", str(tmp_path / "work"), "--device", "cpu", "--tiny",
-                           "--students-from", str(ckpts), "--stages", "students", "--distilled", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=200)
+    # a later visit: the students alone, on what this one distilled
+    again = tmp_path / "again"
+    done = visit(["--bundle", str(bundle), "--out", str(again), "--work", str(tmp_path / "work2"),
+                  "--students-from", str(ckpts), "--stages", "students", "--distilled", str(out)], [ROOT])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     with tarfile.open(again / "report.tar.gz") as tar:
-        results = json.load(tar.extractfile("report/results.json"))
-    assert set(results["seconds"]) == {"students"}
-    assert results["distilled_from"]["en-de"] > 0
-    assert results["students"]["en-de"]["pairs"]["forward"] == results["distilled_from"]["en-de"]
+        later = json.load(tar.extractfile("report/results.json"))
+    assert set(later["seconds"]) == {"students"}
+    assert later["distilled_from"]["en-de"] == len(back) > 0
+    assert later["students"]["en-de"]["pairs"]["forward"] == later["distilled_from"]["en-de"]
     assert sorted(again.glob("students.tar.part-*"))
 
 
