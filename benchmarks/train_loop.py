@@ -43,9 +43,10 @@ def _lines(path: Path, n: int) -> list[str]:
 
 
 def measure(bundle: Path, device: str, preset_name: str, batch_tokens: int, steps: int,
-            pairs: int = 100_000, profile: bool = True) -> dict[str, Any]:
+            pairs: int = 100_000, profile: bool = True,
+            tokenizer_from: Path = ROOT / "checkpoints" / "multi30k-en-de") -> dict[str, Any]:
     dev = torch.device(device)
-    tok = load_checkpoint(ROOT / "checkpoints" / "multi30k-en-de").src_tokenizer
+    tok = load_checkpoint(tokenizer_from).src_tokenizer
     en, de = _lines(bundle / "tatoeba.train.en.gz", pairs), _lines(bundle / "tatoeba.train.de.gz", pairs)
     cfg = preset(preset_name, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, norm_first=True,
                  **tok.special_ids)
@@ -113,8 +114,11 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=20, help="steps per timed run (three runs of each kind)")
     p.add_argument("--pairs", type=int, default=100_000, help="Tatoeba pairs to batch")
     p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--tokenizer-from", type=Path, default=ROOT / "checkpoints" / "multi30k-en-de",
+                   help="the checkpoint whose tokenizer batches the corpus")
     a = p.parse_args()
-    result = measure(a.bundle, a.device, a.preset, a.batch_tokens, a.steps, a.pairs, not a.no_profile)
+    result = measure(a.bundle, a.device, a.preset, a.batch_tokens, a.steps, a.pairs, not a.no_profile,
+                     a.tokenizer_from)
     tables = {k: result.pop(k) for k in ("profile_by_device", "profile_by_host") if k in result}
     print(json.dumps(result), flush=True)
     for name, table in tables.items():

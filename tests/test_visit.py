@@ -16,7 +16,16 @@ from pathlib import Path
 
 import torch
 
-from model.commands.visit import DIRECTIONS, MONO, PAIRS, lexicon_entries, read_compact, split_file
+from model.commands.visit import (
+    DIRECTIONS,
+    MONO,
+    PAIRS,
+    Log,
+    lexicon_entries,
+    read_compact,
+    split_file,
+    unpack_distilled,
+)
 from model.inference.bulk import beam_batch
 from model.inference.decoding import decode
 from model.inference.options import DecodeOptions
@@ -86,9 +95,9 @@ def blocker(root: Path) -> Path:
     return folder
 
 
-def test_a_whole_visit_on_the_cpu_then_a_students_only_visit_on_what_it_distilled(tmp_path):
-    """One test, so that one worker runs the two visits (a module fixture would run in each worker that takes
-    one of its tests, two visits at once on two cores)."""
+def test_a_whole_visit_on_the_cpu_packs_what_a_later_visit_can_train_on(tmp_path):
+    """One test, so that one worker runs the visit (a module fixture would run in each worker that takes one
+    of its tests: two visits at once on two cores)."""
     from model.network.tokenizer import Tokenizer
     en, de = _pairs(300, seed=0)
     bundle, ckpts = tiny_bundle(tmp_path, Tokenizer.train(en + de, vocab_size=60))
@@ -137,17 +146,11 @@ def test_a_whole_visit_on_the_cpu_then_a_students_only_visit_on_what_it_distille
         config = json.loads((tmp_path / "students" / f"multi30k-{s}-{t}" / "config.json").read_text())
         assert config["weights_dtype"] == "float16"
 
-    # a later visit: the students alone, on what this one distilled
-    again = tmp_path / "again"
-    done = visit(["--bundle", str(bundle), "--out", str(again), "--work", str(tmp_path / "work2"),
-                  "--students-from", str(ckpts), "--stages", "students", "--distilled", str(out)], [ROOT])
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    with tarfile.open(again / "report.tar.gz") as tar:
-        later = json.load(tar.extractfile("report/results.json"))
-    assert set(later["seconds"]) == {"students"}
-    assert later["distilled_from"]["en-de"] == len(back) > 0
-    assert later["students"]["en-de"]["pairs"]["forward"] == later["distilled_from"]["en-de"]
-    assert sorted(again.glob("students.tar.part-*"))
+    # a later visit (`--stages students --distilled DIR`) finds the translations as the distill stage left them
+    unpacked = unpack_distilled(out, bundle, tmp_path / "later", Log(tmp_path / "later.log"))
+    assert unpacked["en-de"] == len(back) > 0
+    with gzip.open(tmp_path / "later" / "distill-en-de.tsv.gz", "rt") as f:
+        assert [tuple(line.rstrip("\n").split("\t")) for line in f] == [r for r in full if r[2].strip()]
 
 
 def test_split_parts_join_back_to_the_whole(tmp_path):

@@ -149,6 +149,18 @@ def run_logged(cmd: list[str], log_path: Path, timeout: float, extra_env: dict[s
     return proc
 
 
+def run_all(jobs: list[tuple[list[str], Path, dict[str, str]]], seconds: float, serial: bool = False) -> list[int]:
+    """Run (command, log, environment) jobs, all at once (a GPU shared by both directions) or one after
+    another (--tiny: the suite's two cores are shared with the other tests), within `seconds` in all;
+    their exit codes (-9: stopped at the deadline)."""
+    if not serial:
+        return wait_all([run_logged(cmd, path, seconds, env) for cmd, path, env in jobs])
+    end, codes = time.time() + seconds, []
+    for cmd, path, env in jobs:
+        codes += wait_all([run_logged(cmd, path, max(1.0, end - time.time()), env)])
+    return codes
+
+
 def wait_all(procs: list[subprocess.Popen]) -> list[int]:
     """Wait for each process until its deadline; a late one is stopped (SIGTERM, then SIGKILL)."""
     codes = []
@@ -267,7 +279,8 @@ def stage_speed(a: argparse.Namespace, log: Log, seconds: float) -> dict[str, An
 def stage_loop(a: argparse.Namespace, log: Log, logs: Path, seconds: float) -> dict[str, Any]:
     """The real training loop's step against a fixed-shape one, profiled (benchmarks/train_loop.py),
     with the CUDA allocator as it is and with expandable segments; the teachers get the faster one."""
-    cmd = [sys.executable, "-m", "benchmarks.train_loop", "--bundle", str(a.bundle), "--device", a.device]
+    cmd = [sys.executable, "-m", "benchmarks.train_loop", "--bundle", str(a.bundle), "--device", a.device,
+           "--tokenizer-from", str(a.students_from / "multi30k-en-de")]
     cmd += (["--preset", "tiny", "--steps", "2", "--batch-tokens", "1000", "--pairs", "2000", "--no-profile"]
             if a.tiny else ["--steps", "12"])
     out: dict[str, Any] = {}
@@ -318,15 +331,13 @@ def train_command(a: argparse.Namespace, data: Path, src: str, tgt: str, out: Pa
 def stage_teachers(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
     data = work / "teacher-data"
     en, de = real_pairs(a.bundle)
-    copies = 1 if a.tiny else 4       # three passes an epoch: fewer end-of-epoch pauses on a fast GPU
+    copies = 1 if a.tiny else 4       # four passes an epoch: fewer end-of-epoch pauses on a fast GPU
     write_dir(data, "train", en * copies, de * copies)
     write_dir(data, "val", *val_pairs(a.bundle))
     log(f"teacher data: {len(en)} pairs x {copies} an epoch")
     minutes = max(0.2, (seconds - 45) / 60)          # start-up, tokenising, the final choice
-    env = alloc_env(a)
-    procs = [run_logged(train_command(a, data, s, t, work / f"teacher-{s}-{t}", minutes),
-                        logs / f"teacher-{s}-{t}.log", seconds, env) for s, t in DIRECTIONS]
-    codes = wait_all(procs)
+    codes = run_all([(train_command(a, data, s, t, work / f"teacher-{s}-{t}", minutes), logs / f"teacher-{s}-{t}.log",
+                      alloc_env(a)) for s, t in DIRECTIONS], seconds, serial=a.tiny)
     out = {}
     for (s, t), code in zip(DIRECTIONS, codes):
         card = work / f"teacher-{s}-{t}" / "config.json"
@@ -338,7 +349,7 @@ def stage_teachers(a: argparse.Namespace, log: Log, work: Path, logs: Path, seco
 
 
 def stage_distill(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
-    procs = []
+    jobs, done = [], []
     for s, t in DIRECTIONS:
         if not (work / f"teacher-{s}-{t}" / "config.json").is_file():
             log(f"distill {s}-{t}: no teacher")
@@ -347,10 +358,11 @@ def stage_distill(a: argparse.Namespace, log: Log, work: Path, logs: Path, secon
                "--checkpoint", str(work / f"teacher-{s}-{t}"), "--src", s, "--tgt", t,
                "--out", str(work / f"distill-{s}-{t}.tsv.gz"), "--scores", str(work / f"teacher-{s}-{t}-scores.json"),
                "--seconds", f"{seconds - 15:.0f}", "--device", a.device, "--beam", str(a.distill_beam)]
-        procs.append(((s, t), run_logged(cmd, logs / f"distill-{s}-{t}.log", seconds)))
-    wait_all([p for _, p in procs])
+        jobs.append((cmd, logs / f"distill-{s}-{t}.log", {}))
+        done.append((s, t))
+    run_all(jobs, seconds, serial=a.tiny)
     out = {}
-    for (s, t), _ in procs:
+    for s, t in done:
         path = work / f"teacher-{s}-{t}-scores.json"
         out[f"{s}-{t}"] = json.loads(path.read_text()) if path.is_file() else {"error": "no scores written"}
         log(f"distill {s}-{t}: {out[f'{s}-{t}']}")
@@ -358,7 +370,7 @@ def stage_distill(a: argparse.Namespace, log: Log, work: Path, logs: Path, secon
 
 
 def stage_students(a: argparse.Namespace, log: Log, work: Path, logs: Path, seconds: float) -> dict[str, Any]:
-    procs, out = [], {}
+    jobs, out = [], {}
     minutes = max(0.2, (seconds - 50) / 60)
     for s, t in DIRECTIONS:
         src, tgt, counts = student_pairs(a.bundle, s, t, work)
@@ -370,8 +382,8 @@ def stage_students(a: argparse.Namespace, log: Log, work: Path, logs: Path, seco
         log(f"student {s}-{t} data: {counts}")
         cmd = train_command(a, data, s, t, work / "students" / f"multi30k-{s}-{t}", minutes,
                             init_from=a.students_from / f"multi30k-{s}-{t}")
-        procs.append(run_logged(cmd, logs / f"student-{s}-{t}.log", seconds, alloc_env(a)))
-    for (s, t), code in zip(DIRECTIONS, wait_all(procs)):
+        jobs.append((cmd, logs / f"student-{s}-{t}.log", alloc_env(a)))
+    for (s, t), code in zip(DIRECTIONS, run_all(jobs, seconds, serial=a.tiny)):
         card = work / "students" / f"multi30k-{s}-{t}" / "config.json"
         meta = json.loads(card.read_text()) if card.is_file() else {}
         out[f"{s}-{t}"].update(exit=code, val_bleu=meta.get("val_bleu"), steps=meta.get("steps"),
