@@ -119,7 +119,12 @@ def beam_batch(model: Transformer, src: Tensor, opts: DecodeOptions) -> list[lis
         if keep.numel() == 0:
             break
         rows = (reorder.view(n, K)[keep]).reshape(-1)                        # (n' * K,)
-        cache.reorder(rows)
+        for c in cache.self_attn:                                            # each survivor's own prefix
+            c.reorder(rows)
+        if keep.numel() < n:           # the cross-attention keys and values are one sentence's for all its
+            same = (keep[:, None] * K + torch.arange(K, device=device)).reshape(-1)   # rows: moved only when
+            for c in cache.cross_attn:                                                 # sentences leave
+                c.reorder(same)
         ids, cum, history = ids[keep], cum[keep], history[keep]
         rows_memory, rows_mask = memory[ids].repeat_interleave(K, 0), src_mask[ids].repeat_interleave(K, 0)
         last = new_token[keep].reshape(-1, 1)
