@@ -16,21 +16,21 @@ from pathlib import Path
 
 import torch
 
-from model.commands.visit import (
-    DIRECTIONS,
-    MONO,
-    PAIRS,
-    Log,
-    lexicon_entries,
-    read_compact,
-    split_file,
-    unpack_distilled,
-)
+from model.commands.visit import Log
 from model.inference.bulk import beam_batch
 from model.inference.decoding import decode
 from model.inference.options import DecodeOptions
 from model.network.batch import Example, collate
 from model.storage.checkpoint import load_checkpoint, save_checkpoint
+from model.training.distillation import (
+    DIRECTIONS,
+    MONO,
+    PAIRS,
+    lexicon_entries,
+    read_compact,
+    split_file,
+    unpack_distilled,
+)
 from tests.support import ROOT, tiny_model
 
 WORDS = {"the": "die", "cat": "katze", "dog": "hund", "sees": "sieht", "eats": "isst", "a": "eine", "big": "große",
