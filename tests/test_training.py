@@ -41,6 +41,19 @@ def test_accumulating_two_halves_is_one_step_over_the_whole_batch():
         assert torch.allclose(p, q, atol=1e-6), name
 
 
+def test_with_the_host_running_ahead_the_loss_stays_an_unread_tensor_and_the_step_is_the_same():
+    """sync=False (train.py on a GPU): the same step, its loss a 0-dim tensor equal to the read one."""
+    data = examples(8, seed=3)
+    a, b = tiny_model(), tiny_model()
+    batches = [collate(data[:5], PAD), collate(data[5:], PAD)]
+    read, tok_a = train_step(a, sgd(a), batches, 0.1, StepSettings(), PAD)
+    unread, tok_b = train_step(b, sgd(b), batches, 0.1, StepSettings(), PAD, sync=False)
+    assert isinstance(read, float) and isinstance(unread, torch.Tensor) and unread.dim() == 0
+    assert tok_a == tok_b and float(unread) == pytest.approx(read, rel=1e-6)
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p, q)
+
+
 def test_a_non_finite_loss_takes_no_step():
     model = tiny_model()
     with torch.no_grad():

@@ -121,10 +121,10 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches
     loss_sum = 0.0
     for j, (src, tgt) in enumerate(batches):
         last = j == len(batches) - 1
-        sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
+        grads_apart = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
         src, tgt = src.to(device, non_blocking=True), tgt.to(device, non_blocking=True)
         fed = None if settings.teacher_forcing else own_predictions(model, src, tgt[:, :-1], pad_id)
-        with sync, autocast(settings.amp, device):
+        with grads_apart, autocast(settings.amp, device):
             loss, ntok = loss_and_tokens(model, src, tgt, settings.label_smoothing, pad_id, fed)
         scaled = loss * (ntok / max(total, 1))
         (scaler.scale(scaled) if scaler else scaled).backward()
