@@ -252,13 +252,13 @@ def stage_students(a: argparse.Namespace, log: Log, work: Path, logs: Path, seco
 
 # ---- translating (a stage's worker, one process per direction) -----------------------------------------
 def translate_main(a: argparse.Namespace) -> int:
-    import sacrebleu
     import torch
 
     from model.inference.bulk import translate_corpus
     from model.inference.options import DecodeOptions
     from model.storage.checkpoint import load_checkpoint
     from model.training.data import group_references
+    from model.training.metrics import corpus_scores
 
     end = time.time() + a.seconds
     device = torch.device(a.device)
@@ -275,11 +275,9 @@ def translate_main(a: argparse.Namespace) -> int:
         src, refs = group_references(*((en, de) if a.src == "en" else (de, en)))
         with amp:
             hyps = translate_corpus(ckpt, src, opts, batch_tokens=a.batch_tokens)
-        width = max(len(r) for r in refs)
-        streams = [[r[i] if i < len(r) else r[0] for r in refs] for i in range(width)]
-        metric = sacrebleu.BLEU()
-        scores[f"{name}:{split}"] = round(metric.corpus_score(hyps, streams).score, 2)
-        scores["signature"] = str(metric.get_signature())
+        result = corpus_scores(hyps, refs)
+        scores[f"{name}:{split}"] = round(result.bleu, 2)
+        scores["signature"] = result.bleu_signature
     print(json.dumps(scores), flush=True)
     Path(a.scores).write_text(json.dumps(scores, indent=1))
     done: dict[str, int] = {}
