@@ -5,15 +5,19 @@ the setting `text` (app/state.py), so it survives pages that do not draw the box
 """
 from __future__ import annotations
 
+import functools
 import json
+import urllib.parse
+from pathlib import Path
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+import webpage
 from app import polls, resources, state
 from app.settings import MAX_TEXT_CHARS, TEXT, SidebarChoices
 from app.ui import plain
-from i18n import N_, _, ngettext, num
+from i18n import N_, _, language, ngettext
 from model.analysis.attribution import Cost, attribution_json
 from model.inference.pipeline import Explanation, InputError, explanation_json
 from model.storage.checkpoint import Checkpoint
@@ -148,27 +152,14 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation, where: DeltaGenerator | N
                     short: bool = False) -> None:
     """Whether to trust the translation: calibrated on val (model/commands/calibrate.py), with its reasons.
     `short` (the front of a room): a few words, the whole sentence in their tooltip."""
-    conf = ex.confidence(ckpt)
-    reasons = conf.reasons(ex.output_pieces(ckpt))
+    said, brief, flagged = ex.confidence(ckpt).words(ex.output_pieces(ckpt))
     box = (where or st).container(key="confidence")
-    why = " " + _("Why: {reasons}.").format(reasons="; ".join(reasons)) if reasons else ""
-    mean, wrong = num(conf.mean_prob, ".2f"), num(conf.p_wrong or 0, ".0%")
-    if conf.p_wrong is None:
-        said = _("Mean token probability {mean}. This model has no calibrated confidence "
-                 "(`python -m model.calibrate` fits one).").format(mean=mean) + why
-        brief = _("mean token probability {mean}").format(mean=mean)
-    elif conf.flagged:
-        said = _("**Check this translation.** The model is unsure: by its own probabilities, translations "
-                 "like this one are wrong {wrong} of the time.").format(wrong=wrong) + why
+    if flagged:
         if not short:
             box.warning(said, icon=":material/help:")
             return
-        box.markdown(":orange-badge[:material/help: " + _("Check this translation") + "]", help=said)
+        box.markdown(":orange-badge[:material/help: " + brief + "]", help=said)
         return
-    else:
-        said = _("Confident: translations this sure are wrong about {wrong} of the time "
-                 "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why
-        brief = _("confident")
     if short:
         box.caption(brief, help=said)
     else:
@@ -192,3 +183,29 @@ def export_ui(ckpt: Checkpoint, ex: Explanation, settings: SidebarChoices) -> No
         on_click="ignore",
         help=_("the documented trace format: docs/trace-format.md"),
     )
+    st.sidebar.download_button(
+        _("Download as a web page"),
+        data=functools.partial(lesson_file, settings.checkpoint, ex.text, language(), app_url(st.context.url)),
+        file_name="lesson.html",
+        mime="text/html",
+        key="dl_html",
+        on_click="ignore",
+        icon=":material/web:",
+        help=_("this sentence's translation, attention, decoding steps, attribution, positional encoding and masks "
+               "in one file that opens offline in any browser (the same as `transformer-explained html`)"),
+    )
+
+
+def app_url(url: str | None) -> str:
+    """The app's own address, for the web page's links back: the page's URL without the page."""
+    if not url:
+        return webpage.content.APP_URL
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rsplit('/', 1)[0]}"
+
+
+def lesson_file(checkpoint: Path, text: str, lang: str, url: str) -> str:
+    """The web page of one sentence (webpage/), as the command makes it. It runs on Streamlit's own thread when
+    the button is pressed: the language is an argument, not the session's context."""
+    return webpage.build([webpage.Request(text, checkpoint.name)], lambda _name: resources.get_checkpoint(
+        str(checkpoint)), lang=lang, app_url=url)

@@ -1,6 +1,6 @@
 """The message catalogs, kept in step with the code: `make catalogs` (python -m i18n.catalogs).
 
-1. extract every text marked with _(), N_() or ngettext() in app/, figures/, model/, serving/ and i18n/
+1. extract every text marked with _(), N_() or ngettext() in app/, figures/, model/, serving/, webpage/, i18n/
    into i18n/messages.pot (the template a translator starts a new language from);
 2. merge it into each language's .po: new texts arrive untranslated, texts no longer in the
    code are dropped, a translation is kept as long as its English text is unchanged;
@@ -27,7 +27,7 @@ from i18n import DOMAIN, LOCALES, SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).resolve().parent / "messages.pot"
-SOURCES = ("app", "figures", "model", "serving", "i18n")
+SOURCES = ("app", "figures", "model", "serving", "webpage", "i18n")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 

@@ -56,7 +56,7 @@ def test_the_package_list_names_every_package():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for top in ("model", "app", "figures", "serving",
-                                                                      "transformer_explained")
+                                                                      "webpage", "transformer_explained")
                for p in (ROOT / top).rglob("__init__.py")}
     assert on_disk <= listed, f"not in pyproject.toml's packages: {sorted(on_disk - listed)}"
 
@@ -73,6 +73,7 @@ def test_the_wheel_carries_the_code_the_models_and_the_settings(wheel):
             assert f"transformer_explained/checkpoints/{name}/{f}" in names
     assert "transformer_explained/streamlit/config.toml" in names and "app/main.py" in names
     assert "model/analysis/heads/measures.py" in names and "figures/heads.py" in names
+    assert {"webpage/page.html", "webpage/page.css", "webpage/page.js"} <= names      # the lesson file's frame
     assert not any(n.startswith("tests/") for n in names)
     assert wheel.stat().st_size < 56 * 2**20       # two shipped models of at most 25 MiB each (test_shipped.py) + code
 

@@ -20,12 +20,13 @@ from tests.support import ROOT, random_batch, tiny_model
 ROOMS = ("network", "inference", "storage", "training", "analysis", "commands")
 MAX_FUNCTION_LINES = 60
 MAX_APP_FILE_LINES = 400
-PACKAGES = ("i18n", "model", "figures", "serving", "app", "transformer_explained")
+PACKAGES = ("i18n", "model", "figures", "serving", "webpage", "app", "transformer_explained")
 # what each layer may import from the project: nothing points upward (the installed command's package,
 # transformer_explained, sits on top: it starts the app and the tools; nothing imports it). i18n, the
 # interface's languages, sits below everything: every layer may put its texts into words through it.
 MAY_IMPORT = {"i18n": {"i18n"}, "model": {"model", "i18n"}, "figures": {"model", "figures", "i18n"},
-              "serving": {"model", "serving", "i18n"}, "app": {"model", "figures", "serving", "app", "i18n"},
+              "serving": {"model", "serving", "i18n"}, "webpage": {"model", "figures", "webpage", "i18n"},
+              "app": {"model", "figures", "serving", "webpage", "app", "i18n"},
               "transformer_explained": {"model", "serving", "transformer_explained", "i18n"}}
 
 

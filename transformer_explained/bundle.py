@@ -46,7 +46,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The files of a checkout the project's wheel is built from (a copy of them: a build inside the
 # checkout would leave build/ behind in it).
 SOURCES = ("pyproject.toml", "README.md", ".streamlit", "i18n", "model", "app", "figures", "serving",
-           "transformer_explained", "checkpoints/multi30k-en-de", "checkpoints/multi30k-de-en")
+           "webpage", "transformer_explained", "checkpoints/multi30k-en-de", "checkpoints/multi30k-de-en")
 
 
 @dataclass(frozen=True)

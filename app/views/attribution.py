@@ -14,8 +14,9 @@ from app import sentence
 from app.context import Context
 from app.settings import declare, flag, layer_head, multiselect, selectbox, toggle
 from app.ui import chart, csv_button, lazy_expander, why_box
+from figures import captions
 from figures.attribution import PREFIX_MARK
-from i18n import N_, _, num
+from i18n import _, num
 from model.analysis.attribution import NOT_ASKED, REGISTRY, Attribution, Cost, Method, methods
 from model.analysis.attribution.attention import method_key, raw_attention, value_norm
 from model.analysis.attribution.faithfulness import KS, RANDOM
@@ -27,13 +28,6 @@ REFERENCE = declare("attr_reference", "reference", "alti", choices=JOINT)   # wh
 LONG = 40                       # generated tokens above which integrated gradients wait for a click
 IG_SECONDS_PER_CELL = 0.003     # about: s per generated token x (source + generated) tokens, 2 cores (BENCHMARKS)
 
-INTRO = N_("A heatmap of attention shows where a head *looked*. What a prediction *depended on* is another "
-         "question: a head can look hard at a token whose value vector is tiny, and the residual stream carries "
-         "most of a token's information past attention. Each method below scores, for every generated token "
-         "(rows), every source token and every earlier output token (columns, after the line). The colours are "
-         "shares of each row, on one scale for all methods.")
-
-
 def default_methods(n_layers: int) -> list[str]:
     return [method_key("attention", n_layers - 1), "alti", "integrated_gradients"]
 
@@ -43,11 +37,11 @@ def render(ctx: Context) -> None:
     if ctx.settings.projector:          # the front of a room: one row of choices, the words behind "Why?"
         toggles, chooser, words = st.columns([3, 6, 1], vertical_alignment="bottom")
         with why_box(words, "attribution"):
-            st.markdown(_(INTRO))
+            st.markdown(_(captions.ATTRIBUTION_INTRO))
             _faithfulness(ctx)
     else:
         toggles = chooser = st
-        st.caption(_(INTRO))
+        st.caption(_(captions.ATTRIBUTION_INTRO))
         _faithfulness(ctx)
     att = _attribution(ctx, toggles)
     shown = _methods_ui(att, n_layers, chooser)

@@ -9,24 +9,16 @@ import figures
 from app.context import Context
 from app.settings import declare, layer_head, radio
 from app.ui import chart, csv_button, tokens_for, why
-from i18n import N_, _
+from figures import captions
+from i18n import _
 from model.inference.pipeline import InputError
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 
 MASK_KIND = declare("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
-SHORT = {"en": "A dog.", "de": "Ein Hund.", "fr": "Un chien."}
-INTRO = N_(
-    "A mask says which keys each query may look at (1) and which are blocked (0). Blocked scores are set to −∞ "
-    "before the softmax, so their weights come out exactly 0."
-)
-PADDING_CAPTION = N_(
-    "The shorter sentence is padded with <pad> to the batch length; its padded columns are blocked, so no real "
-    "token attends to padding. (Padded rows are computed but never used.)"
-)
 
 
 def render(ctx: Context) -> None:
-    why(st, _(INTRO), ctx.settings.projector, "masks")
+    why(st, _(captions.MASKS_INTRO), ctx.settings.projector, "masks")
     _padding(ctx)
     _causal_and_cross(ctx)
     _before_and_after(ctx)
@@ -35,7 +27,7 @@ def render(ctx: Context) -> None:
 def _padding(ctx: Context) -> None:
     st.subheader(_("Padding mask: a batch of two sentences"))
     try:
-        batch = ctx.encoder_batch((ctx.explanation.text, SHORT.get(ctx.checkpoint.src_lang, "A dog.")))
+        batch = ctx.encoder_batch((ctx.explanation.text, captions.short_sentence(ctx.checkpoint.src_lang)))
     except InputError as exc:
         st.info(str(exc))
         return
@@ -49,7 +41,7 @@ def _padding(ctx: Context) -> None:
         weights = ctx.figure(f"pad_attn_{b}", (), lambda b=b, toks=toks: figures.attention_heatmap(
             layer0[b, 0].numpy(), toks, toks, title=_("sentence {n}: layer 0, head 0 weights").format(n=b + 1)))
         chart(col, weights, key=f"pad_attn_{b}", settings=ctx.settings)
-    st.caption(_(PADDING_CAPTION))
+    st.caption(_(captions.PADDING_CAPTION))
 
 
 def _causal_and_cross(ctx: Context) -> None:

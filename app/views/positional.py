@@ -9,7 +9,8 @@ import figures
 from app.context import Context
 from app.settings import declare, multiselect, slider
 from app.ui import chart, csv_button, why
-from i18n import N_, _, num
+from figures import captions
+from i18n import _, num
 from model.network import names
 
 PE_DIMS = declare("pe_dims", None, None)             # dimensions plotted (None: the page's choice)
@@ -21,32 +22,13 @@ FORMULA = {
               r"PE_{(pos,\,d_{model}/2+i)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\ "
               r"i < d_{model}/2",
 }
-INTRO = N_(
-    "Attention itself ignores word order: every token is compared with every other. The model knows positions "
-    "only because a fixed pattern of sines and cosines is added to each token's embedding before the first layer."
-)
-HALVES_NOTE = N_(
-    "This model (Marian) lays the same sinusoids out differently from the paper: all sines in the first half of "
-    "the dimensions, all cosines in the second."
-)
-CURVES_CAPTION = N_(
-    "Low dimensions turn fast, high ones slowly: together they give each position a unique code, and "
-    "PE(pos + k) is a fixed rotation of PE(pos) for any offset k, so relative positions are easy to use."
-)
-
-
-def default_dims(d: int, layout: str) -> list[int]:
-    """A fast sine and its cosine, a slower pair, the slowest sine."""
-    if layout == "halves":
-        return [0, d // 2, 8, d // 2 + 8, d // 2 - 1]
-    return [0, 1, 8, min(64, d - 2), d - 2]
 
 
 def render(ctx: Context) -> None:
     ckpt, ex, settings = ctx.checkpoint, ctx.explanation, ctx.settings
     cfg = ckpt.config
-    why(st, _(INTRO), settings.projector, "positional", FORMULA[cfg.pe_layout],
-        _(HALVES_NOTE) if cfg.pe_layout == "halves" else None)
+    why(st, _(captions.POSITIONAL_INTRO), settings.projector, "positional", FORMULA[cfg.pe_layout],
+        _(captions.HALVES_NOTE) if cfg.pe_layout == "halves" else None)
     tokens = ex.trace.source_tokens[0]
     pe = ex.trace[names.side("source", "positional")].numpy()  # (S, D)
     c1, c2 = st.container(key="pe_pair").columns(2)     # the page's main picture (the presentation view)
@@ -55,13 +37,14 @@ def render(ctx: Context) -> None:
           settings=settings)
     csv_button(c1, pe, tokens, [str(i) for i in range(pe.shape[1])], "positional-encoding")
     d = cfg.d_model
-    dims = multiselect(st, PE_DIMS, _("Dimensions to plot"), range(d), default=default_dims(d, cfg.pe_layout))
+    dims = multiselect(st, PE_DIMS, _("Dimensions to plot"), range(d),
+                       default=captions.default_pe_dims(d, cfg.pe_layout))
     positions = slider(st, PE_POSITIONS, _("Positions"), bounds=(10, cfg.max_positions),
                        default=min(100, cfg.max_positions))
     curves = ctx.figure("pe_curves", (tuple(dims), positions), lambda: figures.pe_curves(
         ckpt.model.positional.pe[:positions].numpy(), dims))
     chart(st, curves, key="pe_curves", settings=settings)
-    st.caption(_(CURVES_CAPTION))
+    st.caption(_(captions.CURVES_CAPTION))
     parts = ctx.figure("pe_decomposition", (), lambda: figures.embedding_decomposition(
         ex.trace[names.side("source", "embedding")][0].numpy(), pe, tokens))
     chart(st, parts, key="pe_decomposition", settings=settings)

@@ -18,7 +18,8 @@ from app.links import Site
 from app.settings import SidebarChoices, declare, flag, toggle
 from app.state import StepCursor
 from app.ui import chart, fragment, lazy_expander, why
-from i18n import N_, _, num
+from figures import captions
+from i18n import _, num
 from model.analysis.attribution import Attribution, Cost
 from model.analysis.readings import first_divergence, tree_until
 from model.inference.confidence import LOW_TOKEN_PROB
@@ -54,16 +55,6 @@ class Stepping(Protocol):
 ALL_PRUNED = declare("all_pruned", None, False)     # the pruned candidates of every step
 STEP_USED_CHART = declare("step_used_chart", "used_chart", False, flag)   # the step's attribution as a chart too
 PLAY_DELAY_S = 0.7
-CAPTIONS = {
-    "greedy": N_("Greedy decoding: at each step the decoder sees the source (through cross-attention) and the "
-                 "tokens so far (masked self-attention), outputs P(next token) = softmax(h Wᵀ), and takes the "
-                 "likeliest token."),
-    "beam": N_("Beam search keeps the k best partial translations. Each step extends every one by its likeliest "
-               "tokens, scores them by total log-probability divided by the length penalty ((5+n)/6)^α, keeps the "
-               "best k, and sets aside those that ended with </s>."),
-    "sample": N_("Sampling draws each token at random from softmax(logits / T): a low temperature T sharpens the "
-                 "distribution towards greedy, a high one flattens it."),
-}
 
 
 def _slid(cursor: StepCursor) -> None:
@@ -91,7 +82,7 @@ def controls(cursor: StepCursor, n_steps: int, why_text: str | None = None) -> i
 
 
 def _caption(ctx: Stepping) -> str:
-    return _(CAPTIONS[ctx.settings.opts.method]) + " " + _("Keyboard: ← and → step.")
+    return _(captions.DECODING[ctx.settings.opts.method]) + " " + _("Keyboard: ← and → step.")
 
 
 def render(ctx: Context) -> None:

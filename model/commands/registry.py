@@ -35,6 +35,8 @@ COMMANDS: dict[str, Command] = {
     "train": _command("train", "train a Transformer (CPU, CUDA, torchrun)", shortcut="model.train"),
     "precision": _command("precision", "which int8 scheme a checkpoint may be served with (measured against fp32)"),
     "grow": _command("grow", "a deeper model from a trained one, to train on (new layers start near identity)"),
+    "html": Command("webpage.command", "one self-contained web page of a sentence or a lesson: opens offline",
+                    "model.html"),
     "visit": _command("visit", "a whole visit to a lent GPU in one command: teachers, distillation, students"),
     "faithfulness": _command("faithfulness", "how faithful each attribution method is (deletion curves)",
                              shortcut="model.attribution.faithfulness"),

@@ -127,6 +127,23 @@ class Confidence:
             out.append(_("hesitant throughout (mean token probability {p})").format(p=num(self.mean_prob, ".2f")))
         return out
 
+    def words(self, pieces: list[str]) -> tuple[str, str, bool]:
+        """What a reader is told (Markdown: bold and code), a few words of it for a crowded screen, and
+        whether it is a warning; in the interface's language. The app and the lesson file say the same."""
+        reasons = self.reasons(pieces)
+        why = " " + _("Why: {reasons}.").format(reasons="; ".join(reasons)) if reasons else ""
+        mean, wrong = num(self.mean_prob, ".2f"), num(self.p_wrong or 0, ".0%")
+        if self.p_wrong is None:
+            return (_("Mean token probability {mean}. This model has no calibrated confidence "
+                      "(`python -m model.calibrate` fits one).").format(mean=mean) + why,
+                    _("mean token probability {mean}").format(mean=mean), False)
+        if self.flagged:
+            return (_("**Check this translation.** The model is unsure: by its own probabilities, translations "
+                      "like this one are wrong {wrong} of the time.").format(wrong=wrong) + why,
+                    _("Check this translation"), True)
+        return (_("Confident: translations this sure are wrong about {wrong} of the time "
+                  "(mean token probability {mean}).").format(wrong=wrong, mean=mean) + why, _("confident"), False)
+
 
 def assess(token_probs: list[float], text: str, calibration: Calibration | None,
            familiar: frozenset[str] | None) -> Confidence:
