@@ -27,7 +27,7 @@ from pathlib import Path
 import i18n
 from model.commands import registry as command
 from model.commands.shared import DEFAULT_CHECKPOINT, fail
-from model.inference.pipeline import InputError
+from model.inference.pipeline import InputError, source_ids
 from model.storage import places
 from model.storage.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from webpage import content, page
@@ -133,19 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     check_output(out)
 
-    at = [0]
+    load = loader()
+    for i, request in enumerate(requests, 1):        # every sentence checked before the work starts
+        try:
+            source_ids(load(request.checkpoint), request.text)
+        except CheckpointError as exc:
+            fail(f"sentence {i}: {exc} (the shipped and your own models: {', '.join(places.known_names())})")
+        except InputError as exc:
+            fail(f"sentence {i}: {exc}")
 
     def progress(i: int, n: int, text: str) -> None:
-        at[0] = i
-        print(f"[{i + 1}/{n}] {text}", file=sys.stderr, flush=True)
+        print(f"[{i + 1}/{n}] {text if len(text) <= 70 else text[:69] + '…'}", file=sys.stderr, flush=True)
 
-    try:
-        text = page.build(requests, loader(), lang=args.lang, app_url=args.app_url, title=args.title,
-                          large=args.large, on_progress=progress)
-    except CheckpointError as exc:
-        fail(f"{exc} (the shipped and your own models: {', '.join(places.known_names())})")
-    except InputError as exc:
-        fail(f"sentence {at[0] + 1}: {exc}")
+    text = page.build(requests, load, lang=args.lang, app_url=args.app_url, title=args.title, large=args.large,
+                      on_progress=progress)
     try:
         write_whole(out, text)
     except OSError as exc:

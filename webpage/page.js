@@ -47,6 +47,13 @@
     for (const note of layout.annotations || []) {
       if (note.name === "follows-font" && note.font && note.font.size) note.font.size += delta;
     }
+    for (const key of Object.keys(layout)) {      // tick labels and axis titles push the margins, never overlap
+      if (/^[xy]axis\d*$/.test(key)) layout[key].automargin = true;
+    }
+    if (state.large && layout.height) {           // larger letters, a taller chart and more room for its title
+      layout.height = Math.round(layout.height * 1.3);
+      layout.margin = Object.assign({}, layout.margin, { t: 70 });
+    }
     for (const trace of figure.data) if (trace.meta === "sequential") trace.colorscale = shown.scale;
     if (layout.meta === "sequential" && layout.coloraxis) layout.coloraxis.colorscale = shown.scale;
     return figure;
