@@ -25,12 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import i18n
+import webpage.content as content
+import webpage.page as page
 from model.commands import registry as command
 from model.commands.shared import DEFAULT_CHECKPOINT, fail
 from model.inference.pipeline import InputError, source_ids
 from model.storage import places
 from model.storage.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from webpage import content, page
 from webpage.content import Request
 
 

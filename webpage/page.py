@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from plotly.offline import get_plotlyjs
 
+import webpage.content as content
 from i18n import _, using
 from model.storage.checkpoint import Checkpoint
-from webpage import content
 from webpage.content import Request
 
 HERE = Path(__file__).resolve().parent
