@@ -10,6 +10,16 @@ and integrated gradients (--no-integrated skips the slow one). "source_share_alt
 generated token's share from the source by ALTI+ (the rest came from the output so far; a low
 share is a known sign of a hallucination). --text writes one object, --input a list, one per line.
 Unusable lines (empty, too long) give an object with an "error" and no attribution.
+
+Why this token and not that one (--text only):
+
+  python -m model.attribution --text "The animal didn't cross the street because it was too tired." \
+      --position 11 --contrast sie --out why-es.json
+
+scores, for output position I (0: the first output token; the translation's tokens are in the JSON),
+what made the model prefer its token to ALT (a piece such as "▁sie", or a word that is one piece)
+by gradient x input, integrated gradients and erasure of the difference log p(chosen) - log p(ALT),
+under "contrast" (model/analysis/attribution/contrast.py).
 """
 from __future__ import annotations
 
@@ -20,6 +30,8 @@ from typing import Any
 from tqdm import tqdm
 
 from model.analysis.attribution import Cost, attribute, attribution_json
+from model.analysis.attribution.contrast import METHODS as CONTRAST_METHODS
+from model.analysis.attribution.contrast import alternative_id, contrast, contrast_json
 from model.commands import registry as command
 from model.commands.shared import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
 from model.commands.translate import input_lines, read_input
@@ -42,6 +54,18 @@ def attribution_of(ckpt: Checkpoint, text: str, opts: DecodeOptions, upto: Cost)
             "source_share_alti": None if alti is None else alti["source_share"], "attribution": part}
 
 
+def contrast_of(ckpt: Checkpoint, text: str, opts: DecodeOptions, alternative: str, position: int,
+                upto: Cost) -> dict[str, Any]:
+    """Why the token at `position` and not `alternative` (exits with one line on unusable input)."""
+    ids = source_ids(ckpt, text)
+    output = decode_many(ckpt, [ids], opts)[0].tokens
+    methods = tuple(m for m in CONTRAST_METHODS if upto >= Cost.INTEGRATED or m != "integrated_gradients")
+    try:
+        return contrast_json(contrast(ckpt, ids, output, position, alternative_id(ckpt, alternative), methods))
+    except InputError as exc:
+        fail(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=command.prog("model.attribution"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--text", help="one sentence")
     source.add_argument("--input", help="a file with one sentence per line (or gzipped, .gz)")
     p.add_argument("--out", required=True, help="JSON file to write ('-' for standard output)")
+    p.add_argument("--contrast", metavar="ALT", help="with --position: why the model's token and not ALT")
+    p.add_argument("--position", type=int, metavar="I", help="the output position --contrast asks about (0: first)")
     p.add_argument("--no-integrated", action="store_true",
                    help="skip integrated gradients (about ten times slower than all the others together)")
     add_decode_args(p, default_method="greedy")
@@ -57,10 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     ckpt = load_or_exit(args)
     opts = decode_options(args, ckpt)
     upto = Cost.GRADIENT if args.no_integrated else Cost.INTEGRATED
+    if (args.contrast is None) != (args.position is None):
+        fail("--contrast ALT and --position I go together: why the token at position I and not ALT")
+    if args.contrast is not None and args.text is None:
+        fail("--contrast asks about one sentence: give it with --text")
     if args.text is not None:
         result: Any = attribution_of(ckpt, args.text, opts, upto)
         if "error" in result:
             fail(result["error"])
+        if args.contrast is not None:
+            result["contrast"] = contrast_of(ckpt, args.text, opts, args.contrast, args.position, upto)
     else:
         try:
             lines = input_lines(read_input(args.input))

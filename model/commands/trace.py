@@ -3,6 +3,7 @@
   python -m model.trace --text "A dog runs on the beach." --out trace.json
   python -m model.trace --text "Ein Hund." --checkpoint checkpoints/multi30k-de-en \\
       --reference "A dog." --decode beam --beam-size 4 --out trace.json
+  python -m model.trace --text "The animal didn't cross the street." --prefix "Die" --out what-if.json
 
 The JSON holds the source and target tokens, every layer's and head's attention
 (encoder self, decoder self, cross), the positional encodings, the masks, and the
@@ -18,7 +19,7 @@ from dataclasses import replace
 
 from model.commands import registry as command
 from model.commands.shared import add_checkpoint_arg, add_decode_args, decode_options, fail, load_or_exit, write_json
-from model.inference.pipeline import InputError, explain, explanation_json
+from model.inference.pipeline import InputError, explain, explanation_json, forced_ids
 from model.network.trace import Recording
 
 
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     add_checkpoint_arg(p)
     p.add_argument("--text", required=True, help="the sentence to translate")
     p.add_argument("--reference", help="a reference translation to force through the decoder")
+    p.add_argument("--prefix", metavar="TEXT",
+                   help="force the translation to start with TEXT (e.g. \"Eine Katze\"), then decode on; the JSON's "
+                        "decoding.forced names the forced tokens")
     p.add_argument("--out", required=True, help="JSON file to write ('-' for standard output)")
     p.add_argument("--top-k-record", type=int, default=5, help="next-token candidates recorded per step")
     p.add_argument("--stream", action="store_true",
@@ -39,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = decode_options(args, ckpt, record_steps=True)
     opts = replace(opts, record_top_k=max(1, args.top_k_record))
     try:
+        if args.prefix is not None:
+            opts = replace(opts, prefix=forced_ids(ckpt, args.prefix))
         ex = explain(ckpt, args.text, opts, reference=args.reference,
                      recording=Recording(scores=True, stream=args.stream))
     except InputError as exc:

@@ -167,6 +167,17 @@ def _single_choice(cum: Tensor, log_probs: Tensor, token: int, opts: DecodeOptio
 SELECTORS = {"greedy": _greedy_select, "beam": _beam_select, "sample": _sample_select}
 
 
+def _forced_select(token: int) -> Callable[..., list[Candidate]]:
+    """A step of a forced prefix (DecodeOptions.prefix): the one live hypothesis continues with `token`
+    whatever its probability; the likeliest others are recorded as pruned (what the model would have said)."""
+    def select(cum: Tensor, log_probs: Tensor, opts: DecodeOptions, eos_id: int, length: int,
+               gen: torch.Generator) -> list[Candidate]:
+        if opts.method == "sample":     # the draw is made and set aside: forcing what it drew changes nothing
+            _sample_select(cum, log_probs, opts, eos_id, length, gen)
+        return _single_choice(cum, log_probs, token, opts, eos_id, length)
+    return select
+
+
 def sampling_distribution(log_probs: Tensor, temperature: float, top_k: int, top_p: float) -> Tensor:
     """log_probs (V,) -> the probabilities sampled from: tempered, then top-k, then top-p."""
     logits = log_probs / temperature
@@ -275,14 +286,15 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
             eos_id: int, step: int) -> list[int]:
     """Run each unfinished sentence's selector on its rows of log_probs (R, V); returns
     the rows (parents) the next step continues from, in order."""
-    select = SELECTORS[opts.method]
+    forced = step < len(opts.prefix)
+    select = _forced_select(opts.prefix[step]) if forced else SELECTORS[opts.method]
     keep, row = [], 0
     for s in sentences:
         if s.done:
             continue
         n = len(s.live)
         rows = log_probs[row:row + n]
-        if opts.no_repeat_ngram:
+        if opts.no_repeat_ngram and not forced:
             rows = block_repeats(rows, [h.tokens[1:] for h in s.live], opts.no_repeat_ngram)
         cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator)
         if opts.record_steps:

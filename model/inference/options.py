@@ -35,6 +35,7 @@ class DecodeOptions:
     record_steps: bool = False
     record_top_k: int = 5
     use_cache: bool = True   # False: re-run the decoder over every whole prefix (a slow reference)
+    prefix: tuple[int, ...] = ()   # forced: the output starts with these token ids, then the method goes on
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -53,6 +54,8 @@ class DecodeOptions:
             raise ValueError("top_k must be >= 0 and record_top_k >= 1")
         if self.no_repeat_ngram < 0:
             raise ValueError("no_repeat_ngram must be >= 0 (0: off)")
+        if not isinstance(self.prefix, tuple) or any(not isinstance(t, int) or t < 0 for t in self.prefix):
+            raise ValueError("prefix must be a tuple of token ids")
 
     def normalise(self, log_prob: float, length: int) -> float:
         if self.length_penalty == "gnmt":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -17,7 +17,7 @@ import torch
 from i18n import N_, Later
 from model.inference.confidence import Confidence, assess
 from model.inference.decoding import DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
-from model.inference.options import DecodeOptions
+from model.inference.options import DecodeOptions, max_output_length
 from model.network.batch import Example, collate
 from model.network.kinds import kind
 from model.network.layers import RowKnockout
@@ -50,6 +50,27 @@ def source_ids(ckpt: Checkpoint, text: str) -> list[int]:
         raise InputError(Later(N_("the text is {n} subword tokens long; the limit is {limit}"), n=len(ids),
                                limit=limit))
     return ids + [ckpt.config.eos_id]
+
+
+def forced_ids(ckpt: Checkpoint, text: str) -> tuple[int, ...]:
+    """The target tokens of a forced start ("Eine Katze"): what the output must begin with. Raises InputError
+    for an empty one (the length is checked against the sentence's limit by `check_prefix`)."""
+    ids = tuple(ckpt.tgt_tokenizer.encode(text.strip())) if text and text.strip() else ()
+    if not ids:
+        raise InputError(Later(N_("the forced start is empty: type a word or choose a token")))
+    return ids
+
+
+def check_prefix(ckpt: Checkpoint, source: list[int], opts: DecodeOptions) -> None:
+    """A forced prefix (DecodeOptions.prefix) the model can write and that leaves room to go on."""
+    cfg = ckpt.config
+    if any(t in (cfg.pad_id, cfg.bos_id, cfg.eos_id) or t >= cfg.tgt_vocab_size for t in opts.prefix):
+        raise InputError(Later(N_("the forced start holds a token the model cannot write")))
+    room = max_output_length(len(source), cfg.max_positions, opts.max_len_a, opts.max_len_b)
+    if len(opts.prefix) >= room:
+        raise InputError(Later(N_("the forced start is {n} tokens long; this sentence's translation may have at "
+                                  "most {limit}, so at most {most} can be forced"), n=len(opts.prefix), limit=room,
+                               most=room - 1))
 
 
 def translate(ckpt: Checkpoint, texts: list[str], opts: DecodeOptions = DecodeOptions(), batch_size: int = 32,
@@ -99,11 +120,15 @@ class Explanation:
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
             reference: str | None = None, recording: Recording = SCORES,
-            knockout: frozenset[str] = frozenset()) -> Explanation:
+            knockout: frozenset[str] = frozenset(), prefix: str | None = None) -> Explanation:
     """Decode one sentence with per-step records, then trace one teacher-forced pass over
     the output (or over the reference, when given) recording what `recording` says
-    (model/network/trace); knockout: heads switched off."""
+    (model/network/trace); knockout: heads switched off; prefix: a forced start ("Eine Katze"): the
+    output begins with its tokens, then decoding goes on (the same as opts.prefix = forced_ids(...))."""
+    if prefix is not None:
+        opts = replace(opts, prefix=forced_ids(ckpt, prefix))
     ids = source_ids(ckpt, text)
+    check_prefix(ckpt, ids, opts)
     result = decode_many(ckpt, [ids], opts, knockout)[0]
     return explain_decoded(ckpt, text, ids, result, reference, recording, knockout)
 
@@ -151,7 +176,11 @@ def explanation_json(ex: Explanation, ckpt: Checkpoint, opts: DecodeOptions) -> 
     out["target"]["source_of_tokens"] = "reference" if ex.forced else "output"
     if ex.forced:
         out["reference"] = {"tokens": pieces(ex.forced.tokens), "probs": ex.forced.probs, "ranks": ex.forced.ranks}
-    out["decoding"] = {"options": opts.__dict__, "steps": [_step_json(s, pieces) for s in ex.result.steps]}
+    out["decoding"] = {"options": {**opts.__dict__, "prefix": list(opts.prefix)},
+                       "steps": [_step_json(s, pieces) for s in ex.result.steps]}
+    if opts.prefix:              # which tokens were forced: the first len(prefix) steps chose nothing
+        out["decoding"]["forced"] = {"ids": list(opts.prefix), "tokens": pieces(opts.prefix),
+                                     "text": ckpt.tgt_tokenizer.decode(opts.prefix)}
     return out
 
 

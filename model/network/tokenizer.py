@@ -95,3 +95,10 @@ class Tokenizer:
         if self.vocab is not None:
             return [self._pieces[int(i)] for i in ids]
         return [self.sp.id_to_piece(int(i)) for i in ids]
+
+    def piece_id(self, piece: str) -> int | None:
+        """The id of a piece as shown ("▁der", "s"), or None if the vocabulary has no such piece."""
+        if self.vocab is not None:
+            return self.vocab.get(piece)
+        i = self.sp.piece_to_id(piece)
+        return None if i == self.sp.unk_id() and piece != self.sp.id_to_piece(i) else i

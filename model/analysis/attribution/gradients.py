@@ -63,7 +63,7 @@ def token_log_probs(model: Transformer, p: Pass, src_emb: Tensor, tgt_emb: Tenso
     return output_log_probs(model, picked).gather(-1, p.gold[position][:, None])[:, 0]
 
 
-def _grad_mode():
+def grad_mode():
     """Gradients on, whatever the caller's mode (the app decodes under inference_mode)."""
     return torch.inference_mode(False), torch.enable_grad()
 
@@ -72,7 +72,7 @@ def gradient_x_input(model: Transformer, p: Pass) -> Scores:
     """One batched forward and backward pass: row t holds generated token t's log-probability."""
     src_emb, tgt_emb = p.embeddings(model)
     t = tgt_emb.size(0)
-    mode, grad = _grad_mode()
+    mode, grad = grad_mode()
     with mode, grad:
         src_rows = src_emb.expand(t, -1, -1).clone().requires_grad_(True)          # (T, S, D)
         tgt_rows = tgt_emb.expand(t, -1, -1).clone().requires_grad_(True)          # (T, T, D)
@@ -203,7 +203,7 @@ def path_points(model: Transformer, p: Pass, tokens: np.ndarray, alphas: np.ndar
             with torch.no_grad():
                 out_f.append(token_log_probs(model, p, a * src_emb, a * tgt_emb[:seen], position))
             continue
-        mode, grad = _grad_mode()
+        mode, grad = grad_mode()
         with mode, grad:
             src_rows = (a * src_emb).requires_grad_(True)                           # (R, S, D)
             tgt_rows = (a * tgt_emb[:seen]).requires_grad_(True)                    # (R, seen, D)
