@@ -27,6 +27,7 @@ from model.inference.options import DecodeOptions
 from model.inference.pipeline import (
     SCORES,
     Explanation,
+    check_prefix,
     decode_many,
     encoder_trace,
     explain,
@@ -158,6 +159,7 @@ def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, refe
         return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
     if reference is None and recording == SCORES:
         ids = source_ids(ckpt, text)               # raises InputError here, in its own session
+        check_prefix(ckpt, ids, opts)              # a forced start (the step page's "what if") that fits
         return explain_decoded(ckpt, text, ids, decode_batcher()((path, precision, opts), ids))
     plain = get_explanation(path, text, opts, precision=precision)
     return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)

@@ -14,7 +14,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import webpage
-from app import polls, resources, state
+from app import polls, resources, state, what_if
 from app.settings import MAX_TEXT_CHARS, TEXT, SidebarChoices
 from app.ui import plain
 from i18n import N_, _, language, ngettext
@@ -132,6 +132,8 @@ def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices,
             ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts, precision=settings.precision)
     except InputError as exc:
         where.info(_("Nothing to show yet: {why}.").format(why=exc))
+        if settings.opts.prefix:
+            what_if.clear_button(where, key="what_if_clear_unfit")
         return None
     heading = "### " if not settings.projector else "#### "
     if polls.answer_hidden(polls.NEXT_TOKEN):
@@ -139,6 +141,9 @@ def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices,
         return ex
     where.container(key="translation").markdown(heading + (ex.output or _("(empty output)")))
     confidence_note(ckpt, ex, where, short=settings.projector)
+    if settings.opts.prefix:
+        where.caption(_("Forced to start with “{start}” (the step page's “What if”).").format(
+            start=ckpt.tgt_tokenizer.decode(settings.opts.prefix)))
     unknown = ex.source_ids.count(ckpt.config.unk_id)
     if unknown:
         where.caption(ngettext("{n} piece of the input is outside the vocabulary and shown as <unk>.",

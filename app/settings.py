@@ -114,6 +114,15 @@ TEMPERATURE = declare("temperature", "temperature", _D.temperature, float, bound
 TOP_K = declare("top_k", "top_k", _D.top_k, int, bounds=(0, 50))
 TOP_P = declare("top_p", "top_p", _D.top_p, float, bounds=(0.05, 1.0), step=0.05)
 SEED = declare("seed", "seed", _D.seed, int, bounds=(0, 10_000))
+def pieces_text(raw: str) -> str:
+    """A forced start as a link holds it: the target pieces, space-separated ("▁Die ▁Katze"), "" for none."""
+    text = " ".join(raw.split())
+    if len(text) > 400:
+        raise ValueError("too long")
+    return text
+
+
+FORCED = declare("forced", "forced", "", pieces_text)     # the step page's "what if": the output starts with these
 PROJECTOR = declare("projector", "projector", False, flag)
 FP32 = declare("fp32", "fp32", False, flag)     # decode with plain fp32 where the model is served faster
 PRESENT = declare("present", "present", False, flag)     # the page's main chart alone, on the whole window
@@ -314,7 +323,7 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
         ckpt = None
     alpha = ckpt.beam_alpha if ckpt is not None else ALPHA.default
     precision = precision_ui(ckpt.precision if ckpt is not None else FP32_NAME)
-    opts = decoding_ui(alpha)
+    opts = replace(decoding_ui(alpha), prefix=forced_prefix(ckpt))
     st.sidebar.subheader(_("Display"))
     projector = toggle(st.sidebar, PROJECTOR, _("Projector mode (large fonts, high contrast)"))
     present = toggle(st.sidebar, PRESENT, _("Presentation view: the page's main chart alone"),
@@ -325,6 +334,19 @@ def sidebar(checkpoints: list[Path], default: str, load: Callable[[Path], Checkp
     image_format = radio(st.sidebar, IMAGE_FORMAT, _("Figure download format"), horizontal=True,
                          help=_("the camera icon above each figure downloads it in this format"))
     return SidebarChoices(chosen, opts, projector, image_format, tables, present, precision)
+
+
+def forced_pieces() -> list[str]:
+    """The forced start's pieces (the step page's "what if"), none when nothing is forced."""
+    return str(state.get(FORCED.name, "")).split()
+
+
+def forced_prefix(ckpt: Checkpoint | None) -> tuple[int, ...]:
+    """The forced start as this model's token ids; () when nothing is forced or a piece is not in its
+    vocabulary (another model's start: the step page says so)."""
+    pieces = forced_pieces()
+    ids = [ckpt.tgt_tokenizer.piece_id(p) for p in pieces] if ckpt is not None else []
+    return tuple(ids) if pieces and None not in ids and len(ids) == len(pieces) else ()
 
 
 def precision_ui(served: str) -> str:

@@ -1,0 +1,93 @@
+"""What if it had said another word here? The step page's question (issue 54): at any step, force another
+candidate (one of the top-k, or any word typed) and decoding goes on from that start with the chosen method;
+the original and the forced translation side by side, their first difference marked.
+
+The forced start is a setting like any other (app/settings.py FORCED: the target pieces, in the link), so a
+following class sees it and the sidebar's options apply to it; every page then shows the forced translation
+(the translation box says so), until "Back to the model's own".
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+import figures
+from app import resources, state
+from app.settings import FORCED, METHOD_NAMES, forced_pieces
+from i18n import _
+from model.analysis.readings import first_divergence
+from model.inference.decoding import HypothesisRecord
+from model.inference.options import DecodeOptions
+from model.inference.pipeline import InputError, forced_ids
+from model.storage.checkpoint import Checkpoint
+
+TYPED = "what_if_word"              # the word typed to force (a widget's own key, not a setting)
+CANDIDATE = "what_if_candidate"
+
+
+def _force(pieces: list[str]) -> None:
+    state.choose_next_run(FORCED.name, " ".join(pieces))
+
+
+def _clear() -> None:
+    state.choose_next_run(FORCED.name, "")
+
+
+def clear_button(where: DeltaGenerator, key: str = "what_if_clear") -> None:
+    """The way back from a forced start."""
+    where.button(_("Back to the model's own"), key=key, on_click=_clear, icon=":material/undo:")
+
+
+def force_ui(ckpt: Checkpoint, hyp: HypothesisRecord, chosen_token: int | None, t: int) -> None:
+    """Under a step's next-token chart: another of its candidates, or a typed word, forced at this step."""
+    pieces = ckpt.tgt_tokenizer.pieces
+    so_far = pieces(hyp.tokens[1:])                    # the output before this step (forced ones included)
+    others = [tok for tok, _p in hyp.top_k if tok != chosen_token]
+    box = st.expander(_("What if it had said another word here?"), icon=":material/alt_route:")
+    left, right = box.columns(2)
+    shown = lambda tok: _("(choose)") if tok is None else figures.label(pieces([tok])[0])  # noqa: E731
+    candidate = left.selectbox(_("One of its candidates"), [None, *others], key=f"{CANDIDATE}_{t}", format_func=shown)
+    typed = right.text_input(_("or any word"), key=f"{TYPED}_{t}", max_chars=60,
+                             placeholder=_("e.g. {word}").format(word="Die"))
+    if not box.button(_("Force it and decode on"), key=f"what_if_go_{t}", icon=":material/play_arrow:",
+                      disabled=candidate is None and not typed.strip()):
+        return
+    try:
+        added = pieces(forced_ids(ckpt, typed)) if typed.strip() else pieces([candidate])
+    except InputError as exc:
+        box.warning(str(exc))
+        return
+    _force(so_far + added)
+    st.rerun()
+
+
+def forced_banner(ckpt: Checkpoint, path: str, text: str, opts: DecodeOptions, precision: str) -> None:
+    """When a start is forced: what was forced, the model's own translation beside the forced one with the
+    first difference marked, and the way back."""
+    pieces = forced_pieces()
+    if not pieces:
+        return
+    box = st.container(border=True, key="what_if_banner")
+    if not opts.prefix:
+        box.warning(_("The forced start “{start}” has pieces this model does not know; it is not used.").format(
+            start=" ".join(pieces)))
+        clear_button(box)
+        return
+    decode = ckpt.tgt_tokenizer.decode
+    own = resources.get_explanation(path, text, replace(opts, prefix=()), precision=precision)
+    forced = resources.get_explanation(path, text, opts, precision=precision)
+    box.markdown(_("**What if:** the translation is forced to start with “{start}” ({n} tokens), then "
+                   "{method} decoding goes on.").format(start=decode(opts.prefix), n=len(opts.prefix),
+                                                         method=_(METHOD_NAMES[opts.method])))
+    where = first_divergence(own.result.tokens, forced.result.tokens)
+    c1, c2 = box.columns(2)
+    for col, name, toks in ((c1, _("the model's own"), own.result.tokens), (c2, _("forced"), forced.result.tokens)):
+        shown = [f"**:red[{figures.label(p)}]**" if i == where else figures.label(p)
+                 for i, p in enumerate(ckpt.tgt_tokenizer.pieces(toks))]
+        col.markdown(f"**{name}:** " + " ".join(shown))
+        col.caption(decode(toks))
+    box.caption(_("identical") if where is None else
+                _("first different token at output position {i} (in red)").format(i=where))
+    clear_button(box)

@@ -1,0 +1,65 @@
+"""The step page's "what if" (issue 54) under AppTest: force one of a step's candidates or a typed word and
+decoding goes on from it; the original and the forced translation side by side; the forced start is in the
+link (a following class and a reload see it) and every page's translation says so; the way back; a forced
+start too long for a new sentence gets a message and the way back, not a traceback."""
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.support import APP, goto, link_of
+
+
+@pytest.fixture
+def at(app_checkpoints, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    app = AppTest.from_file(APP, default_timeout=90).run()
+    app.text_input(key="text").set_value("the cat sits on the mat").run()
+    goto(app, "step")
+    app.radio(key="method").set_value("greedy").run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _said(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+
+
+def test_forcing_a_candidate_decodes_on_from_it_and_the_link_keeps_it(at):
+    choice = at.selectbox(key="what_if_candidate_0")
+    candidate = choice.options[1]                           # the first offered: not the model's own choice
+    choice.select_index(1).run()
+    at.button(key="what_if_go_0").click().run()
+    assert not at.exception, at.exception
+    forced = link_of(at).get("forced")
+    assert forced and forced.split() == [candidate]
+    said = _said(at)
+    assert "What if:" in said and "the model's own" in said and "first different token at output position 0" in said
+    assert "Forced to start with" in said                   # the translation box says so, on every page
+    goto(at, "explore")
+    assert "Forced to start with" in _said(at) and not at.exception
+    goto(at, "step")
+    at.button(key="what_if_clear").click().run()
+    assert "forced" not in link_of(at) and "What if:" not in _said(at) and not at.exception
+
+
+def test_a_typed_word_is_forced_as_its_pieces(at):
+    at.button(key="next").click().run()
+    at.text_input(key="what_if_word_1").set_value("sits").run()
+    at.button(key="what_if_go_1").click().run()
+    assert not at.exception, at.exception
+    forced = link_of(at)["forced"].split()
+    assert len(forced) >= 2 and forced[1].startswith("▁")   # the output before step 1 (one token), then the word's
+    assert "".join(forced[1:]) == "▁sits"                   # pieces
+
+
+def test_a_start_too_long_for_a_new_sentence_gets_a_message_and_the_way_back(at):
+    at.text_input(key="what_if_word_0").set_value("the cat sits on the mat " * 3).run()
+    at.button(key="what_if_go_0").click().run()
+    assert not at.exception and link_of(at).get("forced")
+    at.text_input(key="text").set_value("a cat").run()
+    assert not at.exception
+    messages = [m.value for m in list(at.info)]
+    assert any("forced start" in m for m in messages), messages
+    at.button(key="what_if_clear_unfit").click().run()
+    assert "forced" not in link_of(at) and not at.exception
