@@ -20,6 +20,7 @@ from figures import Display, shared
 from i18n import _
 from model.analysis import heads
 from model.analysis.attribution import Attribution, Cost, attribute
+from model.analysis.attribution.contrast import Contrast, contrast
 from model.analysis.heads import HeadStatistics
 from model.analysis.heads import store as heads_store
 from model.inference.decoding import DecodeResult, ForcedResult
@@ -214,6 +215,13 @@ def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, upto: Cost
     per process: a class on one link waits for one computation."""
     return _kept().get(("attribution", key, upto), lambda: attribute(ckpt, ex.source_ids, ex.result.tokens, upto,
                                                               on_progress=on_progress))
+
+
+def get_contrast(ckpt: Checkpoint, ex: Explanation, key: Hashable, position: int, alternative: int) -> Contrast:
+    """Why the translation's token at `position` and not `alternative` (model/analysis/attribution/contrast.py),
+    once per process (a few seconds: integrated gradients of the difference)."""
+    return _kept().get(("contrast", key, position, alternative),
+                       lambda: contrast(ckpt, ex.source_ids, ex.result.tokens, position, alternative))
 
 
 def attribution_ready(key: Hashable, upto: Cost) -> bool:

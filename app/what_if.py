@@ -1,22 +1,28 @@
-"""What if it had said another word here? The step page's question (issue 54): at any step, force another
+"""What if it had said another word here, and why did it not? (issue 54) The step page: at any step, force another
 candidate (one of the top-k, or any word typed) and decoding goes on from that start with the chosen method;
 the original and the forced translation side by side, their first difference marked.
 
 The forced start is a setting like any other (app/settings.py FORCED: the target pieces, in the link), so a
 following class sees it and the sidebar's options apply to it; every page then shows the forced translation
-(the translation box says so), until "Back to the model's own".
+(the translation box says so), until "Back to the model's own". And on "What the model used": why the model
+wrote its token at a position and not another (model/analysis/attribution/contrast.py).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
+import numpy as np
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import figures
 from app import resources, state
+from app.context import Context
 from app.settings import FORCED, METHOD_NAMES, forced_pieces
-from i18n import _
+from app.ui import chart, lazy_expander
+from i18n import _, num
+from model.analysis.attribution.contrast import CAVEATS, LABELS, alternative_id, alternatives
 from model.analysis.readings import first_divergence
 from model.inference.decoding import HypothesisRecord
 from model.inference.options import DecodeOptions
@@ -91,3 +97,44 @@ def forced_banner(ckpt: Checkpoint, path: str, text: str, opts: DecodeOptions, p
     box.caption(_("identical") if where is None else
                 _("first different token at output position {i} (in red)").format(i=where))
     clear_button(box)
+
+
+def why_not_ui(ctx: Context) -> None:
+    """"What the model used", asked as a contrast: why its token at a position and not another one."""
+    box, is_open = lazy_expander(st, _("Why this word and not another?"), key="why_not")
+    if not is_open:
+        return
+    ckpt, ex = ctx.checkpoint, ctx.explanation
+    pieces = ckpt.tgt_tokenizer.pieces
+    generated = pieces(ex.result.tokens + [ckpt.config.eos_id])
+    c1, c2, c3 = box.columns(3)
+    position = c1.selectbox(_("Output position"), range(len(generated)), key="why_position",
+                            format_func=lambda i: f"{i}: {figures.label(generated[i])}")
+    offered = alternatives(ckpt, ex.source_ids, ex.result.tokens, position)
+    picked = c2.selectbox(_("and not"), offered, key=f"why_alternative_{position}",
+                          format_func=lambda tok: figures.label(pieces([tok])[0]))
+    typed = c3.text_input(_("or another word (one token)"), key="why_typed", max_chars=40)
+    try:
+        alternative = alternative_id(ckpt, typed) if typed.strip() else picked
+        with box, st.spinner(_("Working out why…"), show_time=True):
+            c = resources.get_contrast(ckpt, ex, ctx.figure_key, position, alternative)
+    except InputError as exc:
+        box.warning(str(exc))
+        return
+    box.markdown(_("log p({chosen}) − log p({other}) = {d}: the model preferred {chosen} by a factor of {factor}. "
+                   "Each method splits that difference over the inputs.").format(
+        chosen=f"`{c.chosen_token}`", other=f"`{c.alternative_token}`", d=num(c.difference, ".2f"),
+        factor=num(math.exp(min(c.difference, 50)), ",.0f")))
+    keys = list(c.scores)
+    title = _("why {chosen} and not {other}").format(chosen=figures.label(c.chosen_token),
+                                                       other=figures.label(c.alternative_token))
+    fig = ctx.figure("why_not", (position, alternative), lambda: figures.contrast_heatmap(
+        [_(LABELS[k]) for k in keys], np.stack([c.scores[k][0] for k in keys]),
+        np.stack([c.scores[k][1] for k in keys]), c.source_tokens, c.prefix_tokens, title=title))
+    chart(box, fig, key="why_not_chart", settings=ctx.settings)
+    for k in keys:
+        note = _(CAVEATS[k])
+        if k == "integrated_gradients":
+            note += " " + _("Completeness error {error} ({n} points).").format(
+                error=num(c.ig_completeness_error, ".1%"), n=c.ig_points)
+        box.caption(f"**{_(LABELS[k])}**: {note}")

@@ -19,6 +19,7 @@ from figures.attention import (
 )
 from figures.attribution import (
     attribution_heatmap,
+    contrast_heatmap,
     faithfulness_bars,
     head_agreement_grid,
     looked_vs_used,
@@ -35,7 +36,8 @@ from figures.vectors import SUBLAYER_NAMES, token_bars, unit_bars, update_sizes,
 
 __all__ = [
     "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heads", "attention_heatmap",
-    "attribution_heatmap", "beam_tree", "bleu_by_length", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
+    "attribution_heatmap", "beam_tree",
+    "contrast_heatmap", "bleu_by_length", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
     "source_share_bars",
     "step_used_vs_looked",
     "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",

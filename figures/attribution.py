@@ -12,7 +12,19 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.common import COLORSCALE, MARGIN, SEQUENTIAL, STATUS_COLORS, axis, customdata, from_spec, labels, scale
+from figures.common import (
+    COLORSCALE,
+    DIVERGING,
+    MARGIN,
+    SEQUENTIAL,
+    STATUS_COLORS,
+    axis,
+    customdata,
+    from_spec,
+    label,
+    labels,
+    scale,
+)
 from i18n import _
 
 PREFIX_MARK = "↳ "        # marks the prefix's columns (the output so far) apart from the source's
@@ -136,3 +148,33 @@ def looked_vs_used(looked: np.ndarray, used: np.ndarray, source_tokens: Sequence
                                                                   colorbar=dict(thickness=12)),
                       height=min(800, 220 + 22 * max(len(generated_tokens), 8)), margin=dict(MARGIN, t=80))
     return fig
+
+
+def contrast_heatmap(methods: Sequence[str], source: np.ndarray, prefix: np.ndarray, source_tokens: Sequence[str],
+                     prefix_tokens: Sequence[str], title: str = "") -> go.Figure:
+    """Why one token and not another: each method's (row) signed part of log p(chosen) - log p(other) for every
+    source token and every earlier output token (columns, after the line), source (M, S), prefix (M, P). Each
+    row is scaled by its largest size (methods on their own scales, one colour scale): red raised the preference
+    for the chosen token, blue lowered it; the hover gives the real value."""
+    source, prefix = np.asarray(source, dtype=float), np.asarray(prefix, dtype=float)
+    if source.shape != (len(methods), len(source_tokens)) or prefix.shape != (len(methods), len(prefix_tokens)):
+        raise ValueError(f"source {source.shape} / prefix {prefix.shape} do not match {len(methods)} methods, "
+                         f"{len(source_tokens)} source and {len(prefix_tokens)} prefix tokens")
+    z = np.concatenate([source, prefix], axis=1)                                  # (M, S + P)
+    size = np.abs(z).max(axis=1, keepdims=True)
+    scaled = np.divide(z, size, out=np.zeros_like(z), where=size > 0)
+    cols = list(source_tokens) + [PREFIX_MARK + p for p in prefix_tokens]
+    names = [f"{i}: {label(m)}" for i, m in enumerate(methods)]
+    hover = np.dstack([np.array([[n] * len(cols) for n in names], dtype=str),
+                       np.array([[f"{j}: {c}" for j, c in enumerate(labels(cols))]] * len(methods), dtype=str),
+                       np.array([[f"{v:+.3f}" for v in row] for row in z], dtype=str)])
+    trace = dict(type="heatmap", z=scaled, x=list(range(len(cols))), y=list(range(len(methods))), customdata=hover,
+                 zmin=-1, zmax=1, colorscale=scale(DIVERGING), reversescale=True, colorbar=dict(thickness=12),
+                 hovertemplate=_("%{customdata[0]}<br>input: %{customdata[1]}<br>part of the difference: "
+                                 "%{customdata[2]}<extra></extra>"))
+    s = len(source_tokens)
+    shapes = [dict(type="line", x0=s - 0.5, x1=s - 0.5, y0=-0.5, y1=len(methods) - 0.5,
+                   line=dict(color="#333", width=2))]
+    layout = dict(title=dict(text=title), xaxis=dict(axis(cols, _("source  |  output so far (↳)")), tickangle=-60),
+                  yaxis=axis(methods, reverse=True), shapes=shapes, height=200 + 40 * len(methods), margin=MARGIN)
+    return from_spec([trace], layout)

@@ -1,8 +1,11 @@
 """The step page's "what if" (issue 54) under AppTest: force one of a step's candidates or a typed word and
 decoding goes on from it; the original and the forced translation side by side; the forced start is in the
 link (a following class and a reload see it) and every page's translation says so; the way back; a forced
-start too long for a new sentence gets a message and the way back, not a traceback."""
+start too long for a new sentence gets a message and the way back, not a traceback. On "What the model used":
+why its token and not another, by three methods, and a word of several tokens gets a message."""
 from __future__ import annotations
+
+import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -19,6 +22,10 @@ def at(app_checkpoints, monkeypatch):
     app.radio(key="method").set_value("greedy").run()
     assert not app.exception, app.exception
     return app
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    return {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
 
 
 def _said(at: AppTest) -> str:
@@ -63,3 +70,28 @@ def test_a_start_too_long_for_a_new_sentence_gets_a_message_and_the_way_back(at)
     assert any("forced start" in m for m in messages), messages
     at.button(key="what_if_clear_unfit").click().run()
     assert "forced" not in link_of(at) and not at.exception
+
+
+def test_why_this_word_and_not_another_on_what_the_model_used(at):
+    goto(at, "attribution")
+    at.session_state["why_not"] = True                      # the lazy expander, opened
+    at.run()
+    assert not at.exception, at.exception
+    figure = charts(at)["why_not_chart"]
+    assert len(figure["data"][0]["y"]) == 3                 # gradient x input, integrated gradients, erasure
+    assert any("log p(" in m.value for m in at.markdown)
+    at.text_input(key="why_typed").set_value("the cat sits on the mat").run()     # more than one token
+    assert not at.exception and any("must be one token" in w.value for w in at.warning)
+
+
+def test_the_contrast_figure_keeps_each_method_s_sign_on_its_own_scale():
+    import numpy as np
+
+    import figures
+    fig = figures.contrast_heatmap(["a", "b"], np.array([[2.0, -4.0], [0.5, 0.1]]), np.array([[1.0], [0.0]]),
+                                   ["x", "y"], ["<s>"], "why")
+    z = np.array(fig.data[0].z)
+    assert z.shape == (2, 3) and np.allclose(z[0], [0.5, -1.0, 0.25]) and np.allclose(z[1], [1.0, 0.2, 0.0])
+    assert fig.data[0].customdata[0][1][2] == "-4.000"       # the hover gives the real value
+    with pytest.raises(ValueError):
+        figures.contrast_heatmap(["a"], np.zeros((1, 3)), np.zeros((1, 1)), ["x", "y"], ["<s>"])

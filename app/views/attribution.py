@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import figures
-from app import sentence
+from app import sentence, what_if
 from app.context import Context
 from app.settings import declare, flag, layer_head, multiselect, selectbox, toggle
 from app.ui import chart, csv_button, lazy_expander, why_box
@@ -47,6 +47,7 @@ def render(ctx: Context) -> None:
     shown = _methods_ui(att, n_layers, chooser)
     _heatmaps(ctx, att, shown)
     _source_share(ctx, att)
+    what_if.why_not_ui(ctx)
     _heads(ctx, att)
     _one_head(ctx, att)
     _downloads(ctx, att)

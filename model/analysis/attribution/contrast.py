@@ -179,15 +179,20 @@ def _erased(model: Transformer, p: Pass, src_emb: Tensor, tgt_emb: Tensor, posit
     return (lp[:, chosen] - lp[:, alternative]).double().cpu().numpy()
 
 
-def runner_up(ckpt: Checkpoint, source: list[int], output: list[int], position: int) -> int:
-    """The likeliest token at `position` other than the one the translation has there (the natural
-    alternative to ask about: "why this and not its closest rival?")."""
+def alternatives(ckpt: Checkpoint, source: list[int], output: list[int], position: int, k: int = 8) -> list[int]:
+    """The k likeliest tokens at `position` other than the one the translation has there, likeliest first."""
     p = Pass.of(ckpt.model, source, output)
     src_emb, tgt_emb = p.embeddings(ckpt.model)
     with torch.inference_mode():
         lp = _next_log_probs(ckpt.model, p, src_emb[None], tgt_emb[None, : position + 1], position)[0]
-    top = lp.topk(2).indices.tolist()
-    return top[1] if top[0] == int(p.gold[position]) else top[0]
+    chosen = int(p.gold[position])
+    return [t for t in lp.topk(k + 1).indices.tolist() if t != chosen][:k]
+
+
+def runner_up(ckpt: Checkpoint, source: list[int], output: list[int], position: int) -> int:
+    """The likeliest token at `position` other than the translation's own (the natural alternative to ask
+    about: "why this and not its closest rival?")."""
+    return alternatives(ckpt, source, output, position, 1)[0]
 
 
 def contrast(ckpt: Checkpoint, source: list[int], output: list[int], position: int, alternative: int,
