@@ -123,6 +123,7 @@ def pieces_text(raw: str) -> str:
 
 
 FORCED = declare("forced", "forced", "", pieces_text)     # the step page's "what if": the output starts with these
+EDITED = declare("edited", "edited", "")             # the explorer's "change a word": the sentence compared
 PROJECTOR = declare("projector", "projector", False, flag)
 FP32 = declare("fp32", "fp32", False, flag)     # decode with plain fp32 where the model is served faster
 PRESENT = declare("present", "present", False, flag)     # the page's main chart alone, on the whole window

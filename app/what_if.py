@@ -19,14 +19,15 @@ from streamlit.delta_generator import DeltaGenerator
 import figures
 from app import resources, state
 from app.context import Context
-from app.settings import FORCED, METHOD_NAMES, forced_pieces
+from app.settings import EDITED, FORCED, MAX_TEXT_CHARS, METHOD_NAMES, forced_pieces, text_input
 from app.ui import chart, lazy_expander
 from i18n import _, num
 from model.analysis.attribution.contrast import CAVEATS, LABELS, alternative_id, alternatives
-from model.analysis.readings import first_divergence
+from model.analysis.readings import aligned, first_divergence
 from model.inference.decoding import HypothesisRecord
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import InputError, forced_ids
+from model.network.kinds import AttentionKind
 from model.storage.checkpoint import Checkpoint
 
 TYPED = "what_if_word"              # the word typed to force (a widget's own key, not a setting)
@@ -87,16 +88,57 @@ def forced_banner(ckpt: Checkpoint, path: str, text: str, opts: DecodeOptions, p
     box.markdown(_("**What if:** the translation is forced to start with “{start}” ({n} tokens), then "
                    "{method} decoding goes on.").format(start=decode(opts.prefix), n=len(opts.prefix),
                                                          method=_(METHOD_NAMES[opts.method])))
-    where = first_divergence(own.result.tokens, forced.result.tokens)
-    c1, c2 = box.columns(2)
-    for col, name, toks in ((c1, _("the model's own"), own.result.tokens), (c2, _("forced"), forced.result.tokens)):
-        shown = [f"**:red[{figures.label(p)}]**" if i == where else figures.label(p)
-                 for i, p in enumerate(ckpt.tgt_tokenizer.pieces(toks))]
-        col.markdown(f"**{name}:** " + " ".join(shown))
-        col.caption(decode(toks))
-    box.caption(_("identical") if where is None else
-                _("first different token at output position {i} (in red)").format(i=where))
+    side_by_side(box, ckpt, ((_("the model's own"), own.result.tokens), (_("forced"), forced.result.tokens)))
     clear_button(box)
+
+
+def side_by_side(where: DeltaGenerator, ckpt: Checkpoint, outputs: tuple[tuple[str, list[int]], ...]) -> None:
+    """Two translations' tokens side by side, the first that differs in red, and where it is."""
+    (_n, a), (_m, b) = outputs
+    at = first_divergence(a, b)
+    columns = where.columns(2)
+    for col, (name, tokens) in zip(columns, outputs):
+        shown = [f"**:red[{figures.label(p)}]**" if i == at else figures.label(p)
+                 for i, p in enumerate(ckpt.tgt_tokenizer.pieces(tokens))]
+        col.markdown(f"**{name}:** " + " ".join(shown))
+        col.caption(ckpt.tgt_tokenizer.decode(tokens))
+    where.caption(_("identical") if at is None else
+                  _("first different token at output position {i} (in red)").format(i=at))
+
+
+def compare_ui(ctx: Context, kind: AttentionKind, layer: int) -> None:
+    """Change one word of the sentence and compare: both translations, where they first differ, and how the
+    attention of this kind and layer (heads averaged) changed on the tokens both sentences share."""
+    box, is_open = lazy_expander(st, _("Change a word and compare"), key="explore_compare")
+    if not is_open:
+        return
+    ex = ctx.explanation
+    edited = text_input(box, EDITED, _("The sentence with a word changed"), default=ex.text, max_chars=MAX_TEXT_CHARS)
+    if not edited.strip() or edited.strip() == ex.text.strip():
+        box.caption(_("Change a word above (cat for dog, she for he) and press Enter."))
+        return
+    try:
+        other = resources.get_explanation(ctx.path, edited.strip(), ctx.settings.opts, precision=ctx.precision)
+    except InputError as exc:
+        box.warning(_("The changed sentence: {why}").format(why=exc))
+        return
+    side_by_side(box, ctx.checkpoint, ((_("original"), ex.result.tokens), (_("changed"), other.result.tokens)))
+    sides = [(t.source_tokens[0] if kind.query_side == "source" else t.target_tokens[0],
+              t.source_tokens[0] if kind.key_side == "source" else t.target_tokens[0]) for t in (ex.trace, other.trace)]
+    rows, cols = aligned(sides[0][0], sides[1][0]), aligned(sides[0][1], sides[1][1])
+    if not rows or not cols:
+        box.caption(_("The two sentences share no tokens on this attention's sides: nothing to compare."))
+        return
+    maps = [t.attention(kind.name)[layer, 0].mean(0).numpy() for t in (ex.trace, other.trace)]   # (Tq, Tk) each
+    diff = (maps[1][np.ix_([j for _i, j in rows], [j for _i, j in cols])]
+            - maps[0][np.ix_([i for i, _j in rows], [i for i, _j in cols])])
+    fig = ctx.figure("compare", (edited, kind.name, layer), lambda: figures.attention_difference(
+        diff, [sides[0][0][i] for i, _j in rows], [sides[0][1][i] for i, _j in cols],
+        _("{kind}, layer {layer}, heads averaged: changed − original").format(kind=_(kind.label), layer=layer),
+        _("{side} (query)").format(side=_(kind.query_side)), _("{side} (key)").format(side=_(kind.key_side))))
+    chart(box, fig, key="compare_chart", settings=ctx.settings)
+    box.caption(_("Only the tokens both sentences have are compared (the changed word's are left out); red: the "
+                  "changed sentence attends more, blue: less. The explorer's kind and layer choose the map."))
 
 
 def why_not_ui(ctx: Context) -> None:

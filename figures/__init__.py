@@ -8,10 +8,12 @@ pick their arrays from a trace, live with their page (app/views/lesson.py). No b
 the model or imports torch (tests/test_structure.py).
 """
 from figures.attention import (
+    attention_difference,
     attention_grid,
     attention_heads,
     attention_heatmap,
     grid_layout,
+    heads_by_token,
     mask_heatmap,
     row_across_heads,
     score_pipeline,
@@ -37,7 +39,8 @@ from figures.vectors import SUBLAYER_NAMES, token_bars, unit_bars, update_sizes,
 __all__ = [
     "COLORSCALE", "CONTRAST_COLORSCALE", "MARGIN", "Display", "attention_grid", "attention_heads", "attention_heatmap",
     "attribution_heatmap", "beam_tree",
-    "contrast_heatmap", "bleu_by_length", "faithfulness_bars", "head_agreement_grid", "looked_vs_used",
+    "contrast_heatmap", "attention_difference", "heads_by_token", "bleu_by_length", "faithfulness_bars",
+    "head_agreement_grid", "looked_vs_used",
     "source_share_bars",
     "step_used_vs_looked",
     "distribution", "embedding_decomposition", "grid_layout", "knockout_grid", "lab_curves", "label", "labels",

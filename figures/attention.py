@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from figures.common import (
     COLORSCALE,
+    DIVERGING,
     MARGIN,
     SEQUENTIAL,
     STATUS_COLORS,
@@ -192,18 +193,36 @@ def row_across_heads(
 ) -> go.Figure:
     """One query's attention row in every layer and head: attn (L, H, Tq, Tk) -> (L*H, Tk) heatmap."""
     attn = np.asarray(attn, dtype=float)
-    n_l, n_h = attn.shape[:2]
-    rows = attn[:, :, query, :].reshape(n_l * n_h, -1)
+    return heads_by_token(attn[:, :, query, :], cols,
+                          _("what {token} looks at, in every head").format(token=label(query_token)), _("key"))
+
+
+def heads_by_token(values: np.ndarray, cols: Sequence[str], title: str, col_title: str,
+                   zmax: float | None = 1.0) -> go.Figure:
+    """One number per layer, head and token, values (L, H, T), as a heatmap: a row per head ("L1 H3")."""
+    values = np.asarray(values, dtype=float)
+    n_l, n_h = values.shape[:2]
     names = [_("L{layer} H{head}").format(layer=i, head=j) for i in range(n_l) for j in range(n_h)]
-    return attention_heatmap(
-        rows,
-        names,
-        cols,
-        title=_("what {token} looks at, in every head").format(token=label(query_token)),
-        row_title=_("layer/head"),
-        col_title=_("key"),
-        height=160 + 16 * len(names),
-    )
+    return attention_heatmap(values.reshape(n_l * n_h, -1), names, cols, title=title, row_title=_("layer/head"),
+                             col_title=col_title, height=160 + 16 * len(names), zmax=zmax)
+
+
+def attention_difference(diff: np.ndarray, rows: Sequence[str], cols: Sequence[str], title: str,
+                         row_title: str, col_title: str) -> go.Figure:
+    """The change of an attention map between two sentences, diff (Tq, Tk) = edited - original on the tokens
+    both share: red where the edited sentence attends more, blue less, white unchanged (-1 .. 1)."""
+    diff = np.asarray(diff, dtype=float)
+    if diff.shape != (len(rows), len(cols)):
+        raise ValueError(f"matrix {diff.shape} does not match {len(rows)} row and {len(cols)} column tokens")
+    trace = dict(type="heatmap", z=diff, x=list(range(len(cols))), y=list(range(len(rows))),
+                 customdata=customdata(rows, cols), zmin=-1, zmax=1, zmid=0, colorscale=scale(DIVERGING),
+                 reversescale=True, colorbar=dict(thickness=12),
+                 hovertemplate=f"{row_title}: %{{customdata[0]}}<br>{col_title}: %{{customdata[1]}}<br>"
+                               + _("change: %{z:+.3f}<extra></extra>"))
+    layout = dict(title=dict(text=title), xaxis=dict(axis(cols, col_title), tickangle=-60),
+                  yaxis=axis(rows, row_title, reverse=True),
+                  height=min(900, 180 + 26 * max(len(rows), len(cols))), margin=MARGIN)
+    return from_spec([trace], layout)
 
 
 def mask_heatmap(

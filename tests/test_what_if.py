@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import APP, goto, link_of
+from model.analysis.readings import aligned, summed_attention, whole_words, word_pieces
+from tests.support import APP, array, goto, link_of
 
 
 @pytest.fixture
@@ -85,8 +87,6 @@ def test_why_this_word_and_not_another_on_what_the_model_used(at):
 
 
 def test_the_contrast_figure_keeps_each_method_s_sign_on_its_own_scale():
-    import numpy as np
-
     import figures
     fig = figures.contrast_heatmap(["a", "b"], np.array([[2.0, -4.0], [0.5, 0.1]]), np.array([[1.0], [0.0]]),
                                    ["x", "y"], ["<s>"], "why")
@@ -95,3 +95,43 @@ def test_the_contrast_figure_keeps_each_method_s_sign_on_its_own_scale():
     assert fig.data[0].customdata[0][1][2] == "-4.000"       # the hover gives the real value
     with pytest.raises(ValueError):
         figures.contrast_heatmap(["a"], np.zeros((1, 3)), np.zeros((1, 1)), ["x", "y"], ["<s>"])
+
+
+def test_several_tokens_at_once_sum_the_attention_of_every_head(at):
+    goto(at, "explore")
+    at.session_state["explore_several"] = True
+    at.run()
+    assert not at.exception, at.exception
+    at.multiselect(key="several").select(1).select(2).run()
+    assert not at.exception, at.exception
+    spec = charts(at)["several_chart"]
+    z = array(spec["data"][0]["z"])
+    assert z.ndim == 2 and z.shape[0] == len(spec["layout"]["yaxis"]["ticktext"]) > 1   # a row per layer and head
+    assert np.all(z >= -1e-6) and np.all(z <= 1 + 1e-6)    # each query's share of attention on them
+
+
+def test_change_a_word_and_compare(at):
+    goto(at, "explore")
+    at.session_state["explore_compare"] = True
+    at.run()
+    at.text_input(key="edited").set_value("the dog sits on the mat").run()
+    assert not at.exception, at.exception
+    assert link_of(at).get("edited") == "the dog sits on the mat"
+    said = _said(at)
+    assert "original" in said and "changed" in said and ("identical" in said or "first different token" in said)
+    diff = array(charts(at)["compare_chart"]["data"][0]["z"])
+    assert diff.ndim == 2 and np.all(np.abs(diff) <= 1 + 1e-6)
+    at.text_input(key="edited").set_value("ball " * 300).run()
+    assert not at.exception and any("The changed sentence" in w.value for w in at.warning)
+
+
+def test_readings_for_several_tokens_and_two_sentences():
+    pieces = ["▁The", "▁animal", "▁d", "id", "n", "'", "t", "▁cross", "</s>"]
+    assert word_pieces(pieces, 3) == [2, 3, 4, 5, 6] and word_pieces(pieces, 8) == [8]
+    assert whole_words(pieces, [1, 4]) == [1, 2, 3, 4, 5, 6]
+    attn = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 4))          # (L, H, Tq, Tk), rows sum to 1
+    keys = summed_attention(attn, [1, 3], "keys")
+    assert keys.shape == (2, 3, 4) and np.allclose(keys, attn[..., 1] + attn[..., 3])
+    queries = summed_attention(attn, [0, 2], "queries")
+    assert queries.shape == (2, 3, 5) and np.allclose(queries.sum(-1), 1)
+    assert aligned(["▁the", "▁dog", "▁sits"], ["▁the", "▁cat", "▁sits"]) == [(0, 0), (2, 2)]

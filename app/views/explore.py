@@ -7,16 +7,20 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import figures
-from app import head_switch, polls, state
+from app import head_switch, polls, state, what_if
 from app.context import Context
-from app.settings import HEAD, LAYER, declare, index, layer_head, radio, selectbox
+from app.settings import HEAD, LAYER, declare, flag, index, layer_head, multiselect, radio, selectbox, toggle
 from app.ui import chart, csv_button, lazy_expander, tokens_for, why
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
+from model.analysis.readings import summed_attention, whole_words
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES, AttentionKind
 
 KIND = declare("kind", "kind", "cross", choices=KIND_NAMES)
 QUERY = declare("query", "query", None, index)          # the row highlighted
+SEVERAL = declare("several", None, ())                  # tokens whose attention is summed (bertviz #125)
+SEVERAL_SIDE = declare("several_side", None, "keys", choices=("keys", "queries"))
+WHOLE_WORDS = declare("several_words", None, True, flag)
 
 ROLLOUT_CAPTION = N_(
     "Rollout multiplies the head-averaged attention of each layer, counting the residual connection as half of "
@@ -53,6 +57,8 @@ def render(ctx: Context) -> None:
         chart(st, ctx.figure("row", (name, picked), lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
               key="row", settings=settings)
     _averages(ctx, attn, rows, cols, kind)
+    _several(ctx, attn, rows, cols, kind)
+    what_if.compare_ui(ctx, kind, layer)
 
 
 def kind_picker(where: DeltaGenerator, compact: bool) -> str:
@@ -101,3 +107,33 @@ def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], 
             fig = ctx.figure("rollout", (), lambda: figures.attention_heatmap(
                 attention_rollout(attn), rows, cols, title=_("attention rollout through the encoder")))
             chart(st, fig, key="rollout", settings=settings)
+
+
+def _several(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:
+    """Several tokens at once (a word of several pieces, a phrase): for every layer and head, the attention
+    summed over them."""
+    box, is_open = lazy_expander(st, _("Several tokens at once"), key="explore_several")
+    if not is_open:
+        return
+    side = radio(box, SEVERAL_SIDE, _("Sum"), horizontal=True, format_func=lambda s: {
+        "keys": _("the attention each token pays to them (keys)"),
+        "queries": _("where they look, averaged (queries)")}[s])
+    tokens = cols if side == "keys" else rows
+    c1, c2 = box.columns([4, 1], vertical_alignment="bottom")
+    picked = multiselect(c1, SEVERAL, _("Tokens"), range(len(tokens)), format_func=lambda i: f"{i}: {tokens[i]}")
+    whole = toggle(c2, WHOLE_WORDS, _("whole words"), help=_("add the other pieces of each chosen word"))
+    if not picked:
+        box.caption(_("Choose one or more tokens: a word of several pieces, or a phrase."))
+        return
+    chosen = whole_words(tokens, picked) if whole else sorted(picked)
+    summed = summed_attention(attn, chosen, side)                  # (L, H, T)
+    names = " ".join(figures.label(tokens[i]) for i in chosen)
+    other = rows if side == "keys" else cols
+    fig = ctx.figure("several", (kind.name, side, tuple(chosen)), lambda: figures.heads_by_token(
+        summed, other, _("attention to {tokens}, in every head").format(tokens=names) if side == "keys"
+        else _("where {tokens} look, in every head").format(tokens=names),
+        _("{side} (query)").format(side=_(kind.query_side)) if side == "keys"
+        else _("{side} (key)").format(side=_(kind.key_side))))
+    chart(box, fig, key="several_chart", settings=ctx.settings)
+    box.caption(_("Each row is one head; summed over the chosen keys a row's cells are each query's share of "
+                  "attention on them (0 to 1); averaged over the chosen queries they are where those tokens look."))

@@ -21,7 +21,7 @@ from app.ui import chart, fragment, lazy_expander, why
 from figures import captions
 from i18n import _, num
 from model.analysis.attribution import Attribution, Cost
-from model.analysis.readings import first_divergence, tree_until
+from model.analysis.readings import tree_until
 from model.inference.confidence import LOW_TOKEN_PROB
 from model.inference.decoding import StepRecord
 from model.inference.pipeline import Explanation
@@ -244,16 +244,8 @@ def _chosen_token(record: StepRecord, index: int) -> int | None:
 
 def _side_by_side(ctx: Stepping) -> None:
     st.subheader(_("Greedy and beam side by side"))
-    g, b = ctx.greedy.result.tokens, ctx.explanation.result.tokens
-    where = first_divergence(g, b)
-    pieces = ctx.checkpoint.tgt_tokenizer.pieces
-    c1, c2 = st.columns(2)
-    for col, name, toks in ((c1, _("greedy"), g), (c2, _("beam"), b)):
-        shown = [f"**:red[{figures.label(p)}]**" if i == where else figures.label(p)
-                 for i, p in enumerate(pieces(toks))]
-        col.markdown(f"**{name}:** " + " ".join(shown))
-    st.caption(_("identical") if where is None else
-               _("first different token at output position {i} (in red)").format(i=where))
+    what_if.side_by_side(st, ctx.checkpoint, ((_("greedy"), ctx.greedy.result.tokens),
+                                              (_("beam"), ctx.explanation.result.tokens)))
 
 
 def _play(cursor: StepCursor, n_steps: int) -> None:

@@ -1,9 +1,11 @@
 """Readings that pages show, computed from a trace or a decoding (no plotting, no Streamlit):
 attention rollout, the beam search tree up to a step, where two decodings first differ,
+the pieces of a word, attention summed over several tokens, two sentences' tokens aligned,
 and a matrix as CSV."""
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 from collections.abc import Callable, Sequence
 
@@ -87,3 +89,51 @@ def matrix_csv(matrix, rows: Sequence[str], cols: Sequence[str]) -> str:
     for i, (r, values) in enumerate(zip(rows, matrix)):
         w.writerow([f"{i}:{r}"] + [f"{float(v):.6g}" for v in values])
     return buf.getvalue()
+
+
+WORD_START = "▁"        # sentencepiece's mark of a piece that starts a word
+
+
+def word_pieces(pieces: Sequence[str], i: int) -> list[int]:
+    """The positions of every piece of the word piece i belongs to ("▁d", "id", "n", "'", "t": one word).
+    A special token (<s>, </s>, <pad>) is a word of its own."""
+    if pieces[i].startswith("<") and pieces[i].endswith(">"):
+        return [i]
+    start = i
+    while start > 0 and not pieces[start].startswith(WORD_START) and not _special(pieces[start - 1]):
+        start -= 1
+    end = i + 1
+    while end < len(pieces) and not pieces[end].startswith(WORD_START) and not _special(pieces[end]):
+        end += 1
+    return list(range(start, end))
+
+
+def _special(piece: str) -> bool:
+    return piece.startswith("<") and piece.endswith(">")
+
+
+def whole_words(pieces: Sequence[str], chosen: Sequence[int]) -> list[int]:
+    """`chosen` positions widened to the whole words they are pieces of, in order."""
+    return sorted({j for i in chosen for j in word_pieces(pieces, i)})
+
+
+def summed_attention(attn: np.ndarray, chosen: Sequence[int], side: str) -> np.ndarray:
+    """attn (L, H, Tq, Tk) summed over several tokens, for every layer and head: side "keys": how much of each
+    query's attention goes to the chosen keys, (L, H, Tq), each in [0, 1]; side "queries": the attention the
+    chosen queries pay to each key, averaged over them, (L, H, Tk), each row a distribution."""
+    attn = np.asarray(attn, dtype=float)
+    idx = list(chosen)
+    if not idx:
+        raise ValueError("choose at least one token")
+    if side == "keys":
+        return attn[..., idx].sum(axis=-1)
+    if side == "queries":
+        return attn[:, :, idx, :].mean(axis=2)
+    raise ValueError(f"side must be 'keys' or 'queries', not {side!r}")
+
+
+def aligned(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
+    """The positions (i in a, j in b) of the tokens two sentences share, in order (the longest matching
+    blocks, as difflib finds them): an edit of one word leaves the rest aligned."""
+    matcher = difflib.SequenceMatcher(a=list(a), b=list(b), autojunk=False)
+    return [(block.a + k, block.b + k) for block in matcher.get_matching_blocks() for k in range(block.size)]
