@@ -13,9 +13,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import figures
-from app import state
+from app import state, try_it
 from app.context import Context
 from app.settings import declare, selectbox
+from app.try_it import TryIt
 from app.ui import chart
 from i18n import N_, _, num
 from model.analysis.attribution import Attribution, Cost
@@ -174,6 +175,7 @@ class Step:              # title, text and try_this are marked for the catalog (
     formula: str
     figure: Callable[[LessonData], go.Figure]
     try_this: str
+    try_it: TryIt | None = None    # a button that opens the page with the question asked (app/try_it.py)
 
 
 STEPS: tuple[Step, ...] = (
@@ -202,7 +204,8 @@ STEPS: tuple[Step, ...] = (
                                            "projections of "
          "d_model/h dimensions, and concatenates their outputs. Different heads learn to look for different things."),
          r"\mathrm{MultiHead}(Q,K,V) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)W^O", _multi_head,
-         N_("Head knockout: which head, switched off alone, hurts this translation most?")),
+         N_("A word of several pieces (“didn't”, “überquerte”): take its pieces as one word and see which heads "
+            "look at it, in every layer at once."), try_it.SEVERAL_AT_ONCE),
     Step(N_("6. Add & Norm"), N_("Each sublayer's output is added to its input (a residual connection), then LayerNorm "
          "rescales every token's vector. The residual stream carries the token through the layers; each sublayer "
          "adds an update to it."), r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))", _add_norm,
@@ -225,16 +228,20 @@ STEPS: tuple[Step, ...] = (
                                        "keys "
          "and values come from the source. This is where the model decides which source words it is translating."),
          r"\mathrm{Attention}(Q_{\mathrm{dec}},\,K_{\mathrm{enc}},\,V_{\mathrm{enc}})", _cross,
-         N_("Step through decoding: follow the cross-attention of each new word.")),
+         N_("Change “tired” to “wide” (“müde” to “breit”): does the word for “it” change, and where does the "
+            "cross-attention move?"),
+         try_it.CHANGE_A_WORD),
     Step(N_("11. Linear and softmax"), N_("The decoder's last vector is multiplied by the embedding matrix (the same "
          "weights, tied) to give one score per vocabulary entry; softmax turns the scores into probabilities."),
          r"P(y_t \mid y_{<t}, x) = \mathrm{softmax}(h_t W_E^T)", _softmax,
-         N_("On The whole model, click Softmax and raise the temperature.")),
+         N_("Why “es” and not “sie” (“it” and not “he”)? Ask on What the model used: which source words made the "
+            "model prefer its word?"), try_it.WHY_NOT),
     Step(N_("12. Decoding one token at a time"), N_("The model predicts one token, appends it, and predicts again, "
                                                     "until "
          "`</s>`. Greedy decoding takes the likeliest token each time; beam search keeps the k best partial "
          "translations."), r"\hat{y}_t = \arg\max_y P(y \mid \hat{y}_{<t}, x)", _decoding,
-         N_("Step through decoding with beam size 1 and then 4: where do they part?")),
+         N_("Force another first word (“Die”, “A”) and decode on: what does the rest of the translation do with it?"),
+         try_it.FORCE_A_WORD),
     Step(N_("13. Training with teacher forcing"), N_("In training the decoder is fed the reference, not its own "
                                                      "guesses, so "
          "every position is trained at once; the loss is the cross-entropy of each next reference token (with "
@@ -303,3 +310,4 @@ def render(ctx: Context) -> None:
                                                                  lambda: ctx.attribution(Cost.TRACE))))
     chart(picture, fig, key="lesson_figure", settings=ctx.settings)
     words.info(_("**Try this:** {task}").format(task=_(step.try_this)), icon=":material/science:")
+    try_it.button(ctx, step.try_it, words)
