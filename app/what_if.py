@@ -21,7 +21,7 @@ from app import resources, state
 from app.context import Context
 from app.settings import EDITED, FORCED, MAX_TEXT_CHARS, METHOD_NAMES, forced_pieces, text_input
 from app.ui import chart, lazy_expander
-from i18n import _, num
+from i18n import _, ngettext, num
 from model.analysis.attribution.contrast import CAVEATS, LABELS, alternative_id, alternatives
 from model.analysis.readings import aligned, first_divergence
 from model.inference.decoding import HypothesisRecord
@@ -85,9 +85,11 @@ def forced_banner(ckpt: Checkpoint, path: str, text: str, opts: DecodeOptions, p
     decode = ckpt.tgt_tokenizer.decode
     own = resources.get_explanation(path, text, replace(opts, prefix=()), precision=precision)
     forced = resources.get_explanation(path, text, opts, precision=precision)
-    box.markdown(_("**What if:** the translation is forced to start with “{start}” ({n} tokens), then "
-                   "{method} decoding goes on.").format(start=decode(opts.prefix), n=len(opts.prefix),
-                                                         method=_(METHOD_NAMES[opts.method])))
+    box.markdown(ngettext("**What if:** the translation is forced to start with “{start}” ({n} token), then "
+                          "{method} decoding goes on.",
+                          "**What if:** the translation is forced to start with “{start}” ({n} tokens), then "
+                          "{method} decoding goes on.", len(opts.prefix)).format(
+        start=decode(opts.prefix), n=len(opts.prefix), method=_(METHOD_NAMES[opts.method])))
     side_by_side(box, ckpt, ((_("the model's own"), own.result.tokens), (_("forced"), forced.result.tokens)))
     clear_button(box)
 

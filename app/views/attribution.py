@@ -43,11 +43,11 @@ def render(ctx: Context) -> None:
         toggles = chooser = st
         st.caption(_(captions.ATTRIBUTION_INTRO))
         _faithfulness(ctx)
+    what_if.why_not_ui(ctx)         # one line while closed; above the heatmaps, where a "Try it" finds it
     att = _attribution(ctx, toggles)
     shown = _methods_ui(att, n_layers, chooser)
     _heatmaps(ctx, att, shown)
     _source_share(ctx, att)
-    what_if.why_not_ui(ctx)
     _heads(ctx, att)
     _one_head(ctx, att)
     _downloads(ctx, att)
