@@ -45,13 +45,19 @@ def _translated(ckpt: Checkpoint, text: str) -> tuple[list[int], list[int]]:
     return ids, decode_many(ckpt, [ids], DecodeOptions("greedy"))[0].tokens
 
 
-def test_contrastive_gradient_x_input_is_the_difference_of_the_two_single_ones(shipped):
-    ids, output = _translated(shipped, ANIMAL)
-    t = output.index(shipped.tgt_tokenizer.piece_id("▁es"))
-    alt = alternative_id(shipped, "sie")
-    c = contrast(shipped, ids, output, t, alt, methods=("grad_x_input",))
-    p = Pass.of(shipped.model, ids, output)
+def _es_not_sie(ckpt: Checkpoint, methods: tuple[str, ...]):
+    """The animal sentence at "es", against "sie": the contrast, and the passes of the chosen and of the other
+    token (the same inputs; the other token where the chosen one was)."""
+    ids, output = _translated(ckpt, ANIMAL)
+    t = output.index(ckpt.tgt_tokenizer.piece_id("▁es"))
+    alt = alternative_id(ckpt, "sie")
+    p = Pass.of(ckpt.model, ids, output)
     other = Pass(p.src, p.tgt, p.gold.clone().index_fill_(0, torch.tensor([t]), alt))
+    return contrast(ckpt, ids, output, t, alt, methods=methods), p, other, t
+
+
+def test_contrastive_gradient_x_input_is_the_difference_of_the_two_single_ones(shipped):
+    c, p, other, t = _es_not_sie(shipped, ("grad_x_input",))
     chosen, alternative = gradient_x_input(shipped.model, p), gradient_x_input(shipped.model, other)
     source, prefix = c.scores["grad_x_input"]
     assert np.allclose(source, chosen.source[t] - alternative.source[t], atol=1e-4)
@@ -60,26 +66,19 @@ def test_contrastive_gradient_x_input_is_the_difference_of_the_two_single_ones(s
 
 
 def test_integrated_gradients_complete_the_difference_within_one_percent(shipped):
-    ids, output = _translated(shipped, ANIMAL)
-    t = output.index(shipped.tgt_tokenizer.piece_id("▁es"))
-    c = contrast(shipped, ids, output, t, alternative_id(shipped, "▁sie"), methods=("integrated_gradients",))
+    c, _p, _other, t = _es_not_sie(shipped, ("integrated_gradients",))
     source, prefix = c.scores["integrated_gradients"]
     change = c.difference - c.ig_baseline_difference
     assert abs(source.sum() + prefix.sum() - change) <= 0.01 * abs(change) + 1e-6
-    assert c.ig_completeness_error <= 0.01 and c.ig_points >= 24
-    assert np.all(prefix[t + 1:] == 0) if len(prefix) > t + 1 else True
+    assert c.ig_completeness_error <= 0.01 and c.ig_points >= 24 and len(prefix) == t + 1
 
 
 def test_erasure_is_the_difference_lost_by_hiding_each_source_token(shipped):
-    ids, output = _translated(shipped, ANIMAL)
-    t = output.index(shipped.tgt_tokenizer.piece_id("▁es"))
-    alt = alternative_id(shipped, "sie")
-    c = contrast(shipped, ids, output, t, alt, methods=("erasure",))
-    p = Pass.of(shipped.model, ids, output)
-    other = Pass(p.src, p.tgt, p.gold.clone().index_fill_(0, torch.tensor([t]), alt))
-    hide = np.eye(len(ids), dtype=bool)
-    without = (erased_log_probs(shipped.model, p, hide, np.full(len(ids), t))
-               - erased_log_probs(shipped.model, other, hide, np.full(len(ids), t)))
+    c, p, other, t = _es_not_sie(shipped, ("erasure",))
+    n = len(c.source_tokens)
+    hide = np.eye(n, dtype=bool)
+    without = (erased_log_probs(shipped.model, p, hide, np.full(n, t))
+               - erased_log_probs(shipped.model, other, hide, np.full(n, t)))
     assert np.allclose(c.scores["erasure"][0], c.difference - without, atol=1e-4)
     assert c.source_tokens[c.top_source("erasure")] == "▁it"        # "es" and not "sie": it is the word "it"
 
