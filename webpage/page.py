@@ -49,39 +49,55 @@ def single_precision(value: Any) -> Any:
     return value
 
 
-def _key(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
 def pack(root: Any, min_len: int = MIN_SHARED) -> dict[str, Any]:
-    """{"root", "table"}: every list or object of at least `min_len` characters that occurs more than once
-    is stored once in `table` and replaced by {"$r": its index} (webpage/page.js puts them back)."""
-    counts: dict[str, int] = {}
+    """{"root", "table"}: every list or object of at least `min_len` characters (as JSON, about) that occurs
+    more than once is stored once in `table` and replaced by {"$r": its index} (webpage/page.js puts them back).
 
-    def count(v: Any) -> None:
+    One pass names every distinct subtree (its kind and its children's names: equal subtrees get the same
+    name, found by a dict, not by comparing text), with its size; a second writes each repeated one once."""
+    names: dict[tuple, int] = {}
+    sizes: list[int] = []
+    counts: list[int] = []
+    of: dict[int, int] = {}                           # id() of each list and object -> its subtree's name
+
+    def name(v: Any) -> int:
+        if isinstance(v, dict):
+            children = tuple((k, name(x)) for k, x in v.items())
+            key: tuple = ("d", children)
+            size = 2 + sum(len(k) + 4 + sizes[c] for k, c in children)
+        elif isinstance(v, list):
+            children = tuple(name(x) for x in v)
+            key = ("l", children)
+            size = 2 + sum(sizes[c] + 1 for c in children)
+        else:
+            text = json.dumps(v, ensure_ascii=False)
+            key, size = ("v", text), len(text)
+        n = names.get(key)
+        if n is None:
+            n = names[key] = len(sizes)
+            sizes.append(size)
+            counts.append(0)
+        counts[n] += 1
         if isinstance(v, dict | list):
-            k = _key(v)
-            if len(k) >= min_len:
-                counts[k] = counts.get(k, 0) + 1
-            for x in v.values() if isinstance(v, dict) else v:
-                count(x)
+            of[id(v)] = n
+        return n
 
     table: list[Any] = []
-    index: dict[str, int] = {}
+    index: dict[int, int] = {}
 
     def walk(v: Any) -> Any:
         if not isinstance(v, dict | list):
             return v
-        k = _key(v)
-        if len(k) >= min_len and counts.get(k, 0) > 1:
-            if k not in index:
+        n = of[id(v)]
+        if sizes[n] >= min_len and counts[n] > 1:
+            if n not in index:
                 inner = {a: walk(b) for a, b in v.items()} if isinstance(v, dict) else [walk(b) for b in v]
-                index[k] = len(table)
+                index[n] = len(table)
                 table.append(inner)
-            return {"$r": index[k]}
+            return {"$r": index[n]}
         return {a: walk(b) for a, b in v.items()} if isinstance(v, dict) else [walk(b) for b in v]
 
-    count(root)
+    name(root)
     return {"root": walk(root), "table": table}
 
 
