@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
@@ -128,11 +129,17 @@ def _kept() -> Once:
 
 
 KEPT_FRESH = 8       # a sentence's results kept however long nobody asked for them: the newest 8 (a page left open)
+CLOCK = time.monotonic   # the caches' clock for "nobody asked for it in so many seconds" (a test moves it)
+
+
+def _now() -> float:
+    return CLOCK()
 
 
 @st.cache_resource(show_spinner=False)
 def _cache_of(max_bytes: int, idle_s: float) -> Once:
-    return Once(keep=None, max_bytes=max_bytes, size=tensor_bytes, max_idle=idle_s or None, fresh=KEPT_FRESH)
+    return Once(keep=None, max_bytes=max_bytes, size=tensor_bytes, max_idle=idle_s or None, fresh=KEPT_FRESH,
+                clock=_now)
 
 
 def kept_bytes() -> tuple[int, int]:
@@ -314,7 +321,7 @@ def _figures() -> Once:
 @st.cache_resource(show_spinner=False)
 def _figures_of(max_bytes: int, idle_s: float) -> Once:
     return Once(keep=FIGURES_KEPT, max_bytes=max_bytes, size=figure_bytes, max_idle=idle_s or None,
-                fresh=FIGURES_FRESH)
+                fresh=FIGURES_FRESH, clock=_now)
 
 
 def figure_bytes(fig: go.Figure) -> int:

@@ -7,7 +7,8 @@ Each round serves every build once, in a rotated order (round 1: A B C, round 2:
 machine drifting slower over the hour does not favour one build. Per build and round: a fresh server from that
 checkout (`python -m serving.launcher`, or `deploy/serve.py` for builds from before serving/ existed) with
 --processes app processes behind HAProxy, every process warmed up, then `benchmarks.class_load` (this checkout's)
-with --students students in the open scenario, then the server is stopped. Each build decodes with its own
+with --students students in the --scenario (open, or distinct: every student a new sentence), then the server
+is stopped. Each build decodes with its own
 checkpoints (the expected translations are read from them). Prints each run as it ends and, at the end, the
 median over rounds per build with the ratio to the first build. Nothing else should run meanwhile: say so in
 the numbers' notes. Loopback only; every wait has a timeout.
@@ -27,7 +28,8 @@ from pathlib import Path
 from benchmarks.common import ROOT, machine
 
 KEYS = (("first_p50", "first page p50"), ("first_p95", "first page p95"), ("change_p95", "a widget change p95"),
-        ("cpu_cores", "server CPU (cores)"))
+        ("cpu_cores", "server CPU (cores)"), ("core_s_per_first", "core-seconds per first page"),
+        ("rss_max_mb", "largest app process (MB)"))
 
 
 def serve_command(build: Path, port: int, processes: int) -> list[str]:
@@ -69,7 +71,7 @@ def one_run(build: Path, args: argparse.Namespace, stem: Path) -> dict:
     try:
         time.sleep(args.settle)
         subprocess.run([sys.executable, "-m", "benchmarks.class_load", "--url", f"http://127.0.0.1:{args.port}",
-                        "--students", str(args.students), "--pause", "0", "--checkpoint",
+                        "--students", str(args.students), "--pause", "0", "--scenario", args.scenario, "--checkpoint",
                         str(build / "checkpoints" / args.checkpoint), "--json", str(stem.with_suffix(".json"))],
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL, timeout=args.max_seconds)
     finally:
@@ -111,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--build", type=parse_build, action="append", required=True, metavar="NAME=DIR",
                    help="a build to serve (a checkout or git worktree); the first is the reference; repeat")
     p.add_argument("--rounds", type=int, default=5, help="rounds; each serves every build once (default 5)")
-    p.add_argument("--students", type=int, default=30, help="students in the open scenario (default 30)")
+    p.add_argument("--students", type=int, default=30, help="students in the class (default 30)")
+    p.add_argument("--scenario", default="open", choices=("open", "distinct"),
+                   help="open: 30 sentences cycled (the repeated-sentence scenario); distinct: every student a "
+                        "sentence no one else had (issue 53); default open")
     p.add_argument("--processes", type=int, default=2, help="app processes per server (default 2)")
     p.add_argument("--port", type=int, default=8700, help="the proxy's port (default 8700)")
     p.add_argument("--checkpoint", default="multi30k-en-de", help="the checkpoint the app opens on")

@@ -10,13 +10,19 @@ Scenarios
           then each makes --changes widget changes (the layer or head picker) after 1-3 s
           of thinking.
   shared  N students open the same link to the step page at once, then press Next --changes times.
+  distinct (issue 53) as open, but every student's sentence is one no one else had in this run: the next unused
+          line of --sentences (benchmarks/sentences/distinct-en.txt, checked against the training sets), so no
+          student finds a page already computed. "open" cycles through 30 sentences: with more than 30 students
+          most find theirs computed (the repeated-sentence scenario, kept under its own name).
 Timed per page run: from the rerun request to the server's script_finished. "first page
 + static" adds downloading the static files a browser fetches on a first visit (their
 list is read from a real Chromium once, if /usr/bin/chromium exists, else from index.html).
 Checked per run: the script finished, no exception element, and the translation shown is
 that student's own sentence's (computed beforehand from the same checkpoint): a wrong one
 is counted as an error and, if it is another student's, as cross-talk.
-Server CPU: the summed CPU time of the app processes (and haproxy) over the level's wall time.
+Server CPU: the summed CPU time of the app processes (and haproxy) over the level's wall time, and per first page
+(core-seconds: that CPU time over the level's first pages, widget changes included). Memory: the app processes'
+resident size at the level's end (the largest, and all of them together).
 Loopback only; every wait has a timeout and every loop a bound.
 """
 from __future__ import annotations
@@ -93,6 +99,30 @@ def server_processes():
     return out
 
 
+def sentence_for(args, i: int, shared: bool) -> str:
+    """Student i's sentence: the one shared sentence, one of the 30 cycled, or the next line no one had."""
+    if shared:
+        return SENTENCES[0]
+    if args.scenario != "distinct":
+        return SENTENCES[i % len(SENTENCES)]
+    if args.used + i >= len(args.distinct):
+        raise SystemExit(f"{args.sentences} has {len(args.distinct)} sentences: too few for every student of every "
+                         "level to have a new one (make more: python -m benchmarks.distinct_sentences --n N)")
+    return args.distinct[args.used + i]
+
+
+def resident_mb(procs) -> tuple[float, float]:
+    """(the largest app process's resident size, all of them together) in MB."""
+    sizes = []
+    for p in procs:
+        try:
+            if p.info["name"] not in ("haproxy", "redis-server"):
+                sizes.append(p.memory_info().rss / 1e6)
+        except Exception:  # noqa: BLE001 - a process that ended has none
+            pass
+    return (max(sizes, default=0.0), sum(sizes))
+
+
 def cpu_seconds(procs) -> float:
     total = 0.0
     for p in procs:
@@ -111,7 +141,7 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
     shared = args.scenario == "shared"
     students = []
     for i in range(n):
-        text = SENTENCES[0] if shared else SENTENCES[i % len(SENTENCES)]
+        text = sentence_for(args, i, shared)
         s = Student(args.url, {"text": text}, page="step" if shared else "explore")
         students.append((s, expected[text]))
     results = await asyncio.wait_for(asyncio.gather(*(student(s, e, args.changes, random.Random(rng.random()), static,
@@ -122,7 +152,12 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
             s.runs.append(Run("first" if not s.runs else "change", 0.0, False, f"{type(result).__name__}: {result}"))
     wall = time.monotonic() - wall0
     runs = [r for s, _ in students for r in s.runs]
-    out = summary(n, runs, (cpu_seconds(procs) - cpu0) / wall, expected)
+    cpu = cpu_seconds(procs) - cpu0
+    out = summary(n, runs, cpu / wall, expected)
+    out["core_s_per_first"] = cpu / max(1, sum(r.kind == "first" for r in runs))
+    out["rss_mb"] = resident_mb(procs)
+    out["rss_max_mb"] = out["rss_mb"][0]
+    args.used += n if args.scenario == "distinct" else 0
     out["static_mb"] = max((getattr(s, "static_bytes", 0) for s, _ in students), default=0) / 1e6
     return out
 
@@ -178,7 +213,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--url", default="http://127.0.0.1:8501")
     p.add_argument("--students", default="1,5,10,20,30", help="class sizes, one level each (default 1,5,10,20,30)")
-    p.add_argument("--scenario", default="open", choices=["open", "shared"])
+    p.add_argument("--scenario", default="open", choices=["open", "shared", "distinct"])
+    p.add_argument("--sentences", default=str(ROOT / "benchmarks" / "sentences" / "distinct-en.txt"),
+                   help="the distinct scenario's sentences, one per line, none used twice in a run")
     p.add_argument("--changes", type=int, default=5, help="widget changes (or Next presses) per student")
     p.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "multi30k-en-de"),
                    help="the checkpoint the app opens on, for the expected translations")
@@ -187,19 +224,23 @@ def main() -> None:
     p.add_argument("--max-seconds", type=float, default=600, help="bound on one level")
     p.add_argument("--json", help="also write the summaries here")
     args = p.parse_args()
-    expected = expected_translations(args.checkpoint, SENTENCES)
+    args.used = 0
+    args.distinct = ([line.strip() for line in Path(args.sentences).read_text().splitlines() if line.strip()]
+                     if args.scenario == "distinct" else [])
+    expected = expected_translations(args.checkpoint, args.distinct or SENTENCES)
     static = [] if args.no_static else static_paths(args.url)
     print(f"{len(static)} static files per first visit; scenario {args.scenario}", flush=True)
-    print("| students | first page p50 / p95 | + static p50 / p95 | change p50 / p95 | CPU cores | static MB "
-          "| errors | waited in line (first / later) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| students | first page p50 / p95 | + static p50 / p95 | change p50 / p95 | CPU cores | core-s per first "
+          "page | RSS MB (largest / all) | static MB | errors | waited in line (first / later) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     out = []
     for n in [int(x) for x in args.students.split(",")]:
         s = asyncio.run(level(args, n, expected, static))
         out.append(s)
         print(f"| {n} | {fmt(s['first_p50'])} / {fmt(s['first_p95'])} s | {fmt(s['first_static_p50'])} / "
               f"{fmt(s['first_static_p95'])} s | {fmt(s['change_p50'])} / {fmt(s['change_p95'])} s | "
-              f"{s['cpu_cores']:.2f} | {s['static_mb']:.1f} | {s['errors']} of {s['runs']} "
+              f"{s['cpu_cores']:.2f} | {s['core_s_per_first']:.3f} | {s['rss_mb'][0]:.0f} / {s['rss_mb'][1]:.0f} | "
+              f"{s['static_mb']:.1f} | {s['errors']} of {s['runs']} "
               f"(cross-talk {s['crosstalk']}) | {s['waited_first']} / {s['waited_later']} |", flush=True)
         for e in s["error_examples"]:
             print(f"    error: {e}", flush=True)

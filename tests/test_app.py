@@ -3,7 +3,6 @@ stepping changes the step, bad input gives a message."""
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -326,6 +325,8 @@ def test_what_no_page_asked_for_in_cache_idle_seconds_goes(app_checkpoints, monk
     monkeypatch.setenv("TRANSFORMER_CACHE_IDLE_S", "3")
     monkeypatch.setattr(resources, "KEPT_FRESH", 1)
     monkeypatch.setattr(resources, "FIGURES_FRESH", 1)
+    now = [1000.0]                                   # the caches' clock stands still while the three load (a
+    monkeypatch.setattr(resources, "CLOCK", lambda: now[0])   # busy machine's runs take longer than 3 s)
     texts = ("A dog runs in the park.", "Two men play football in a park.", "A girl in a red coat reads a book.")
     for text in texts:
         at = AppTest.from_file(APP, default_timeout=60)
@@ -333,8 +334,8 @@ def test_what_no_page_asked_for_in_cache_idle_seconds_goes(app_checkpoints, monk
         at.run()                                     # the overview: its decoding, trace, lens and figures
         assert not at.exception, at.exception
     held, figures = resources.kept_bytes()[0], resources.figures_held()[0]
-    time.sleep(3.2)
-    at.run()                                         # the last sentence again, alone, after 3 s
+    now[0] += 3.2
+    at.run()                                         # the last sentence again, alone, 3.2 s later
     assert not at.exception, at.exception
     assert 0 < resources.kept_bytes()[0] < 0.5 * held, (resources.kept_bytes(), held)     # one sentence of three
     assert 0 < resources.figures_held()[0] < 0.5 * figures, (resources.figures_held(), figures)

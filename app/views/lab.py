@@ -7,6 +7,7 @@ kept in session state (app/state.py, LAB_JOB): a rerun finds it again instead of
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import cached_property
@@ -311,8 +312,9 @@ def _decode(ctx: Context, job: Job) -> None:
     text = text_input(st, LAB_TEXT, _("Input (words separated by spaces)"), default=tasks.text(run.example[0]))
     text = tasks.normalise(run.settings.task, text)
     ckpt = _lab_checkpoint(job)
-    try:
-        ex = _explained(text, ctx.settings.opts)
+    settings = dataclasses.replace(ctx.settings, opts=dataclasses.replace(ctx.settings.opts, prefix=()))  # a forced
+    try:                                     # start (the step page's "what if") is the page model's, not this one's
+        ex = _explained(text, settings.opts)
     except InputError as exc:
         st.warning(str(exc))
         return
@@ -320,8 +322,8 @@ def _decode(ctx: Context, job: Job) -> None:
     if unknown:
         st.warning(_("Not in this task's vocabulary (read as <unk>): {words}").format(words=", ".join(unknown)))
     st.markdown(_("**Output** ({method}, the sidebar's choice): `{output}`").format(
-        method=_(ctx.settings.opts.method), output=ex.output or _("(nothing)")))
-    stepper.stepping(LabStepping(ckpt, ctx.settings, text, ex, f"lab:{job.id}", _explained, ctx.site))
+        method=_(settings.opts.method), output=ex.output or _("(nothing)")))
+    stepper.stepping(LabStepping(ckpt, settings, text, ex, f"lab:{job.id}", _explained, ctx.site))
 
 
 def _lab_checkpoint(job: Job):

@@ -103,7 +103,7 @@ def stepping(ctx: Stepping) -> None:
     cursor = ctx.cursor
     cursor.follow(f"{ctx.path}|{ex.text}|{settings.opts}", len(steps))
     t = controls(cursor, len(steps), _caption(ctx) if settings.projector else None)
-    if ctx.site is not None:             # a page's model (the lab's is in no checkpoint directory)
+    if isinstance(ctx, Context):         # a page's model (the lab's is in no checkpoint directory)
         what_if.forced_banner(ctx.checkpoint, ctx.path, ex.text, settings.opts, ctx.precision)
     # compact (the front of a room): the step, the hypothesis and the tree's switch in one row
     row = st.columns([3, 3, 4], vertical_alignment="center") if settings.projector else (st, st, st)
@@ -166,7 +166,7 @@ def _next_token(ctx: Stepping, record: StepRecord, chosen: int) -> None:
         chosen=pieces([token])[0] if token is not None else None,
         title=_("next token after {n} input tokens").format(n=len(so_far))))
     chart(left, topk, key="topk", settings=settings)
-    if ctx.site is not None:
+    if isinstance(ctx, Context):
         what_if.force_ui(ctx.checkpoint, hyp, token, record.step)
     if hyp.cross_attn is not None:
         cross = ctx.figure("cross_row", where, lambda: _row(
