@@ -35,7 +35,7 @@ EVERYDAY = [
     "If it does not rain {when}, we will {plan} with our {rel3}.",
     "The {thing} I bought last week stopped working after only {n} days.",
     "Please remember to {chore} before you leave the house {when}.",
-    "Nobody in my family knew that {rel} had learned to {skill} as a child.",
+    "Nobody in my family knew that my {rel} had learned to {skill} as a child.",
 ]
 RELATIONS = ["brother", "sister", "cousin", "neighbour", "grandmother", "uncle", "best friend", "colleague"]
 PLANS = ["visit the museum", "go hiking in the mountains", "paint the kitchen", "learn to swim", "sell the old car",
