@@ -83,7 +83,7 @@ def button(ctx: Context, t: TryIt | None, where: Any = st) -> None:
 # The four questions of issue 54, each on a sentence where it shows something.
 FORCE_A_WORD = TryIt("step", ANIMAL, {METHOD.name: "greedy"}, force={"de": "Die", "en": "A"})
 WHY_NOT = TryIt("attribution", ANIMAL, ask={"de": ("es", "sie"), "en": ("it", "he")}, opens="why_not")
-CHANGE_A_WORD = TryIt("explore", ANIMAL, {"kind": "cross"}, opens="explore_compare",
+CHANGE_A_WORD = TryIt("explore", ANIMAL, {"kind": "cross", "layer": 3}, opens="explore_compare",   # the last layer
                       edited={"en": "The animal didn't cross the street because it was too wide.",
                               "de": "Das Tier überquerte die Straße nicht, weil sie zu breit war."})
 SEVERAL_AT_ONCE = TryIt("explore", ANIMAL, {"kind": "encoder_self", "several_words": True, "several_side": "keys"},

@@ -210,12 +210,14 @@ def heads_by_token(values: np.ndarray, cols: Sequence[str], title: str, col_titl
 def attention_difference(diff: np.ndarray, rows: Sequence[str], cols: Sequence[str], title: str,
                          row_title: str, col_title: str) -> go.Figure:
     """The change of an attention map between two sentences, diff (Tq, Tk) = edited - original on the tokens
-    both share: red where the edited sentence attends more, blue less, white unchanged (-1 .. 1)."""
+    both share: red where the edited sentence attends more, blue less, white unchanged; the colours span the
+    largest change either way (at least 0.05), so a small change is seen and the colour bar says its size."""
     diff = np.asarray(diff, dtype=float)
     if diff.shape != (len(rows), len(cols)):
         raise ValueError(f"matrix {diff.shape} does not match {len(rows)} row and {len(cols)} column tokens")
+    span = max(0.05, float(np.abs(diff).max()) if diff.size else 0.0)
     trace = dict(type="heatmap", z=diff, x=list(range(len(cols))), y=list(range(len(rows))),
-                 customdata=customdata(rows, cols), zmin=-1, zmax=1, zmid=0, colorscale=scale(DIVERGING),
+                 customdata=customdata(rows, cols), zmin=-span, zmax=span, zmid=0, colorscale=scale(DIVERGING),
                  reversescale=True, colorbar=dict(thickness=12),
                  hovertemplate=f"{row_title}: %{{customdata[0]}}<br>{col_title}: %{{customdata[1]}}<br>"
                                + _("change: %{z:+.3f}<extra></extra>"))

@@ -135,3 +135,11 @@ def test_readings_for_several_tokens_and_two_sentences():
     queries = summed_attention(attn, [0, 2], "queries")
     assert queries.shape == (2, 3, 5) and np.allclose(queries.sum(-1), 1)
     assert aligned(["▁the", "▁dog", "▁sits"], ["▁the", "▁cat", "▁sits"]) == [(0, 0), (2, 2)]
+
+
+def test_the_difference_map_spans_the_largest_change():
+    import figures
+    fig = figures.attention_difference(np.array([[0.1, -0.2], [0.0, 0.05]]), ["a", "b"], ["x", "y"], "t", "q", "k")
+    assert fig.data[0].zmin == -0.2 and fig.data[0].zmax == 0.2 and fig.data[0].zmid == 0
+    small = figures.attention_difference(np.array([[0.001]]), ["a"], ["x"], "t", "q", "k")
+    assert small.data[0].zmax == 0.05                        # a tiny change is not blown up to full colour
