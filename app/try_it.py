@@ -13,9 +13,10 @@ from typing import Any
 
 import streamlit as st
 
-from app import resources, state
+from app import resources, state, what_if
 from app.context import Context
-from app.settings import EDITED, FORCED, METHOD, TEXT
+from app.settings import EDITED, FORCED, LAYER, METHOD, TEXT
+from app.views import explore
 from i18n import _
 from model.analysis.readings import word_pieces
 from model.inference.pipeline import InputError, forced_ids, source_ids
@@ -54,15 +55,15 @@ def _apply(ctx: Context, t: TryIt) -> None:
     if src in t.several:
         pieces = ckpt.src_tokenizer.pieces(source_ids(ckpt, text))
         first = ckpt.src_tokenizer.pieces(ckpt.src_tokenizer.encode(t.several[src]))[0]
-        state.choose_next_run("several", word_pieces(pieces, pieces.index(first))[:1])
+        state.choose_next_run(explore.SEVERAL.name, word_pieces(pieces, pieces.index(first))[:1])
     if tgt in t.ask:
         word, other = t.ask[tgt]
         opts = replace(ctx.settings.opts, prefix=())
         output = ckpt.tgt_tokenizer.pieces(resources.get_explanation(ctx.path, text, opts,
                                                                      precision=ctx.precision).result.tokens)
         piece = ckpt.tgt_tokenizer.pieces(ckpt.tgt_tokenizer.encode(word))[0]
-        state.mirror("why_position", output.index(piece) if piece in output else 0)
-        state.mirror("why_typed", other)
+        state.mirror(what_if.WHY_POSITION, output.index(piece) if piece in output else 0)
+        state.mirror(what_if.WHY_TYPED, other)
     if t.opens:
         state.mirror(t.opens, True)
 
@@ -82,9 +83,11 @@ def button(ctx: Context, t: TryIt | None, where: Any = st) -> None:
 
 # The four questions of issue 54, each on a sentence where it shows something.
 FORCE_A_WORD = TryIt("step", ANIMAL, {METHOD.name: "greedy"}, force={"de": "Die", "en": "A"})
-WHY_NOT = TryIt("attribution", ANIMAL, ask={"de": ("es", "sie"), "en": ("it", "he")}, opens="why_not")
-CHANGE_A_WORD = TryIt("explore", ANIMAL, {"kind": "cross", "layer": 3}, opens="explore_compare",   # the last layer
+WHY_NOT = TryIt("attribution", ANIMAL, ask={"de": ("es", "sie"), "en": ("it", "he")}, opens=what_if.WHY_BOX)
+CHANGE_A_WORD = TryIt("explore", ANIMAL, {explore.KIND.name: "cross", LAYER.name: 3},   # the last layer
+                      opens=what_if.COMPARE_BOX,
                       edited={"en": "The animal didn't cross the street because it was too wide.",
                               "de": "Das Tier überquerte die Straße nicht, weil sie zu breit war."})
-SEVERAL_AT_ONCE = TryIt("explore", ANIMAL, {"kind": "encoder_self", "several_words": True, "several_side": "keys"},
-                        several={"en": "didn't", "de": "überquerte"}, opens="explore_several")
+SEVERAL_AT_ONCE = TryIt("explore", ANIMAL, {explore.KIND.name: "encoder_self", explore.WHOLE_WORDS.name: True,
+                                            explore.SEVERAL_SIDE.name: "keys"},
+                        several={"en": "didn't", "de": "überquerte"}, opens=explore.SEVERAL_BOX)

@@ -154,4 +154,4 @@ def fragment(func: Callable | None = None, *, run_every: float | None = None) ->
 
 def tokens_for(trace: Trace, side: str, index: int = 0) -> list[str]:
     """The tokens along one side ("source" or "target") of a trace's batch entry."""
-    return (trace.source_tokens if side == "source" else trace.target_tokens)[index]
+    return trace.tokens(side, index)

@@ -32,6 +32,9 @@ from model.storage.checkpoint import Checkpoint
 
 TYPED = "what_if_word"              # the word typed to force (a widget's own key, not a setting)
 CANDIDATE = "what_if_candidate"
+FORCE_BOX = "what_if"               # the lazy expanders' keys, and the "why not" widgets' (app/try_it.py sets them)
+WHY_BOX, WHY_POSITION, WHY_TYPED = "why_not", "why_position", "why_typed"
+COMPARE_BOX = "explore_compare"
 
 
 def _force(pieces: list[str]) -> None:
@@ -52,7 +55,9 @@ def force_ui(ckpt: Checkpoint, hyp: HypothesisRecord, chosen_token: int | None, 
     pieces = ckpt.tgt_tokenizer.pieces
     so_far = pieces(hyp.tokens[1:])                    # the output before this step (forced ones included)
     others = [tok for tok, _p in hyp.top_k if tok != chosen_token]
-    box = st.expander(_("What if it had said another word here?"), icon=":material/alt_route:")
+    box, is_open = lazy_expander(st, _("What if it had said another word here?"), key=FORCE_BOX)
+    if not is_open:                                    # closed, it costs a step's rerun (Next, a class) nothing
+        return
     left, right = box.columns(2)
     shown = lambda tok: _("(choose)") if tok is None else figures.label(pieces([tok])[0])  # noqa: E731
     candidate = left.selectbox(_("One of its candidates"), [None, *others], key=f"{CANDIDATE}_{t}", format_func=shown)
@@ -111,7 +116,7 @@ def side_by_side(where: DeltaGenerator, ckpt: Checkpoint, outputs: tuple[tuple[s
 def compare_ui(ctx: Context, kind: AttentionKind, layer: int) -> None:
     """Change one word of the sentence and compare: both translations, where they first differ, and how the
     attention of this kind and layer (heads averaged) changed on the tokens both sentences share."""
-    box, is_open = lazy_expander(st, _("Change a word and compare"), key="explore_compare")
+    box, is_open = lazy_expander(st, _("Change a word and compare"), key=COMPARE_BOX)
     if not is_open:
         return
     ex = ctx.explanation
@@ -125,8 +130,7 @@ def compare_ui(ctx: Context, kind: AttentionKind, layer: int) -> None:
         box.warning(_("The changed sentence: {why}").format(why=exc))
         return
     side_by_side(box, ctx.checkpoint, ((_("original"), ex.result.tokens), (_("changed"), other.result.tokens)))
-    sides = [(t.source_tokens[0] if kind.query_side == "source" else t.target_tokens[0],
-              t.source_tokens[0] if kind.key_side == "source" else t.target_tokens[0]) for t in (ex.trace, other.trace)]
+    sides = [(t.tokens(kind.query_side), t.tokens(kind.key_side)) for t in (ex.trace, other.trace)]
     rows, cols = aligned(sides[0][0], sides[1][0]), aligned(sides[0][1], sides[1][1])
     if not rows or not cols:
         box.caption(_("The two sentences share no tokens on this attention's sides: nothing to compare."))
@@ -145,19 +149,19 @@ def compare_ui(ctx: Context, kind: AttentionKind, layer: int) -> None:
 
 def why_not_ui(ctx: Context) -> None:
     """"What the model used", asked as a contrast: why its token at a position and not another one."""
-    box, is_open = lazy_expander(st, _("Why this word and not another?"), key="why_not")
+    box, is_open = lazy_expander(st, _("Why this word and not another?"), key=WHY_BOX)
     if not is_open:
         return
     ckpt, ex = ctx.checkpoint, ctx.explanation
     pieces = ckpt.tgt_tokenizer.pieces
     generated = pieces(ex.result.tokens + [ckpt.config.eos_id])
     c1, c2, c3 = box.columns(3)
-    position = c1.selectbox(_("Output position"), range(len(generated)), key="why_position",
+    position = c1.selectbox(_("Output position"), range(len(generated)), key=WHY_POSITION,
                             format_func=lambda i: f"{i}: {figures.label(generated[i])}")
     offered = alternatives(ckpt, ex.source_ids, ex.result.tokens, position)
     picked = c2.selectbox(_("and not"), offered, key=f"why_alternative_{position}",
                           format_func=lambda tok: figures.label(pieces([tok])[0]))
-    typed = c3.text_input(_("or another word (one token)"), key="why_typed", max_chars=40)
+    typed = c3.text_input(_("or another word (one token)"), key=WHY_TYPED, max_chars=40)
     try:
         alternative = alternative_id(ckpt, typed) if typed.strip() else picked
         with box, st.spinner(_("Working out why…"), show_time=True):

@@ -14,17 +14,16 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import plotly.graph_objects as go
 import plotly.io
 
 import figures
 from figures import captions
-from figures.common import CONTRAST_COLORSCALE, Display, scale
+from figures.common import Display, scale
 from figures.describe import summary
 from i18n import _, language, num
 from model.analysis.attribution import Cost, attribute
-from model.analysis.readings import tree_until
+from model.analysis.readings import chosen_token, tree_until
 from model.inference.confidence import LOW_TOKEN_PROB
 from model.inference.decoding import DecodeResult, StepRecord
 from model.inference.options import DecodeOptions
@@ -107,8 +106,7 @@ def attention(ex: Explanation) -> list[dict[str, Any]]:
     """Each attention kind: every layer and head in one figure (the explorer's, with its head menu)."""
     out = []
     for name, kind in ATTENTION_KINDS.items():
-        rows = ex.trace.source_tokens[0] if kind.query_side == "source" else ex.trace.target_tokens[0]
-        cols = ex.trace.source_tokens[0] if kind.key_side == "source" else ex.trace.target_tokens[0]
+        rows, cols = ex.trace.tokens(kind.query_side), ex.trace.tokens(kind.key_side)
         attn = ex.trace.attention(name)[:, 0].numpy()      # (L, H, Tq, Tk)
         fig = figures.attention_heads(attn, rows, cols, 0, 0,
                                       row_title=_("{side} (query)").format(side=_(kind.query_side)),
@@ -136,8 +134,7 @@ def steps(ckpt: Checkpoint, result: DecodeResult, ex: Explanation, method: str, 
         chosen = followed(record, result.tokens)
         hyp = record.hypotheses[chosen]
         so_far = pieces(hyp.tokens)
-        token = next((c.token for c in record.candidates if c.parent == chosen and c.status in ("kept", "finished")),
-                     None)
+        token = chosen_token(record, chosen)
         step: dict[str, Any] = {
             "heading": inline_markdown(_("**Step {t}** of {n}. Output so far: `{output}`").format(
                 t=t, n=len(result.steps) - 1, output=decode(hyp.tokens) or _("(nothing yet)"))),
@@ -234,18 +231,4 @@ def display_scales() -> dict[str, Any]:
     """What the page's "large letters" switch changes, as Display.for_projector says (webpage/page.js applies it)."""
     big, normal = Display.for_projector(True), Display()
     return {"large": {"font": big.font_size, "scale": scale(big.sequential)},
-            "normal": {"font": normal.font_size, "scale": scale(normal.sequential)},
-            "contrast": CONTRAST_COLORSCALE}
-
-
-def rounded(value: Any, digits: int = 4) -> Any:
-    """Plain floats in nested JSON rounded (typed arrays are left as they are)."""
-    if isinstance(value, float):
-        return round(value, digits)
-    if isinstance(value, list):
-        return [rounded(v, digits) for v in value]
-    if isinstance(value, dict):
-        return {k: rounded(v, digits) for k, v in value.items()}
-    if isinstance(value, np.floating):
-        return round(float(value), digits)
-    return value
+            "normal": {"font": normal.font_size, "scale": scale(normal.sequential)}}

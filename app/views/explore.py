@@ -21,6 +21,7 @@ QUERY = declare("query", "query", None, index)          # the row highlighted
 SEVERAL = declare("several", None, ())                  # tokens whose attention is summed (bertviz #125)
 SEVERAL_SIDE = declare("several_side", None, "keys", choices=("keys", "queries"))
 WHOLE_WORDS = declare("several_words", None, True, flag)
+SEVERAL_BOX = "explore_several"                         # its lazy expander's key
 
 ROLLOUT_CAPTION = N_(
     "Rollout multiplies the head-averaged attention of each layer, counting the residual connection as half of "
@@ -112,7 +113,7 @@ def _averages(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], 
 def _several(ctx: Context, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind) -> None:
     """Several tokens at once (a word of several pieces, a phrase): for every layer and head, the attention
     summed over them."""
-    box, is_open = lazy_expander(st, _("Several tokens at once"), key="explore_several")
+    box, is_open = lazy_expander(st, _("Several tokens at once"), key=SEVERAL_BOX)
     if not is_open:
         return
     side = radio(box, SEVERAL_SIDE, _("Sum"), horizontal=True, format_func=lambda s: {

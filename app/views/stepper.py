@@ -21,7 +21,7 @@ from app.ui import chart, fragment, lazy_expander, why
 from figures import captions
 from i18n import _, num
 from model.analysis.attribution import Attribution, Cost
-from model.analysis.readings import tree_until
+from model.analysis.readings import chosen_token, tree_until
 from model.inference.confidence import LOW_TOKEN_PROB
 from model.inference.decoding import StepRecord
 from model.inference.pipeline import Explanation
@@ -158,7 +158,7 @@ def _next_token(ctx: Stepping, record: StepRecord, chosen: int) -> None:
     settings, pieces = ctx.settings, ctx.checkpoint.tgt_tokenizer.pieces
     hyp = record.hypotheses[chosen]
     so_far = pieces(hyp.tokens)
-    token = _chosen_token(record, chosen)
+    token = chosen_token(record, chosen)
     left, right = st.columns([2, 3])
     where = (record.step, chosen)          # every figure below is this step's, shared by all
     topk = ctx.figure("topk", where, lambda: figures.top_k_bar(
@@ -232,14 +232,6 @@ def _token_confidence(ctx: Stepping) -> None:
 def _row(attn, keys: list[str], query: str):
     """One position's attention (L, H, keys) in every layer and head."""
     return figures.row_across_heads(attn[:, :, None, :].numpy(), 0, keys, query)
-
-
-def _chosen_token(record: StepRecord, index: int) -> int | None:
-    """The token this hypothesis continued with (kept or finished), if any."""
-    for c in record.candidates:
-        if c.parent == index and c.status in ("kept", "finished"):
-            return c.token
-    return None
 
 
 def _side_by_side(ctx: Stepping) -> None:

@@ -72,6 +72,14 @@ def tree_until(
     return nodes, edges, index
 
 
+def chosen_token(record: StepRecord, index: int) -> int | None:
+    """The token hypothesis `index` of a step continued with (kept or finished), if any."""
+    for c in record.candidates:
+        if c.parent == index and c.status in ("kept", "finished"):
+            return c.token
+    return None
+
+
 def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
     """First position where two token sequences differ (None if equal)."""
     for i, (x, y) in enumerate(zip(a, b)):

@@ -104,6 +104,10 @@ class Trace:
         return Trace(self.recording, {n: self.tensors[n] for n in names if n in self.tensors},
                      self.source_tokens, self.target_tokens)
 
+    def tokens(self, side: str, index: int = 0) -> list[str]:
+        """The tokens along one side ("source" or "target") of batch entry `index`."""
+        return (self.source_tokens if side == "source" else self.target_tokens)[index]
+
     def num_layers(self, stack: str) -> int:
         return sum(1 for n in self.tensors if n.startswith(f"{stack}.") and n.endswith(".self_attn"))
 
