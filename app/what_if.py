@@ -32,7 +32,7 @@ from model.storage.checkpoint import Checkpoint
 
 TYPED = "what_if_word"              # the word typed to force (a widget's own key, not a setting)
 CANDIDATE = "what_if_candidate"
-FORCE_BOX = "what_if"               # the lazy expanders' keys, and the "why not" widgets' (app/try_it.py sets them)
+# the lazy expanders' keys, and the "why not" widgets' (app/try_it.py sets them)
 WHY_BOX, WHY_POSITION, WHY_TYPED = "why_not", "why_position", "why_typed"
 COMPARE_BOX = "explore_compare"
 
@@ -55,9 +55,7 @@ def force_ui(ckpt: Checkpoint, hyp: HypothesisRecord, chosen_token: int | None, 
     pieces = ckpt.tgt_tokenizer.pieces
     so_far = pieces(hyp.tokens[1:])                    # the output before this step (forced ones included)
     others = [tok for tok, _p in hyp.top_k if tok != chosen_token]
-    box, is_open = lazy_expander(st, _("What if it had said another word here?"), key=FORCE_BOX)
-    if not is_open:                                    # closed, it costs a step's rerun (Next, a class) nothing
-        return
+    box = st.expander(_("What if it had said another word here?"), icon=":material/alt_route:")
     left, right = box.columns(2)
     shown = lambda tok: _("(choose)") if tok is None else figures.label(pieces([tok])[0])  # noqa: E731
     candidate = left.selectbox(_("One of its candidates"), [None, *others], key=f"{CANDIDATE}_{t}", format_func=shown)

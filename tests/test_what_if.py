@@ -20,7 +20,6 @@ def at(app_checkpoints, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     app = AppTest.from_file(APP, default_timeout=90).run()
     app.text_input(key="text").set_value("the cat sits on the mat").run()
-    app.session_state["what_if"] = True                    # the step page's "what if" expander, opened
     goto(app, "step")
     app.radio(key="method").set_value("greedy").run()
     assert not app.exception, app.exception
