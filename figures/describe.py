@@ -57,19 +57,8 @@ def summary(fig: go.Figure) -> str:
     title, maps, bars = _title(fig), _heatmaps(fig), _bars(fig)
     if maps:
         z = np.asarray(maps[0].z, dtype=float)
-        if np.isfinite(z).any():
-            r, c = np.unravel_index(np.nanargmax(np.where(np.isfinite(z), z, np.nan)), z.shape)
-            rows = _ticks(fig, maps[0].yaxis, "y", z.shape[0])
-            cols = _ticks(fig, maps[0].xaxis, "x", z.shape[1])
-            where = _("largest value {v} at row {row}, column {col}").format(v=_number(z[r, c]), row=rows[r],
-                                                                           col=cols[c])
-        else:
-            where = _("no values")
-        shape = _("{rows} rows × {cols} columns").format(rows=z.shape[0], cols=z.shape[1])
-        if len(maps) == 1:
-            return _("Chart “{title}”: a heatmap of {shape}, {where}.").format(title=title, shape=shape, where=where)
-        return _("Chart “{title}”: {n} heatmaps of {shape}; the first: {where}.").format(
-            title=title, n=len(maps), shape=shape, where=where)
+        return heatmaps_sentence(title, z, len(maps), _ticks(fig, maps[0].yaxis, "y", z.shape[0]),
+                                 _ticks(fig, maps[0].xaxis, "x", z.shape[1]))
     if bars:
         y = _values(bars[0])
         labels = _labels(fig, bars[0], len(y))
@@ -82,6 +71,37 @@ def summary(fig: go.Figure) -> str:
                 title=title, series=series, n=len(y), v=_number(y[i]), label=at)
         return _("Chart “{title}”: {series}, no values.").format(title=title, series=series)
     return _("Chart “{title}”.").format(title=title)
+
+
+def heatmaps_sentence(title: str, z: np.ndarray, count: int, rows: list[str] | None = None,
+                      cols: list[str] | None = None) -> str:
+    """The sentence of a chart of `count` heatmaps shaped like z (Tq, Tk), z the first: where its largest value
+    is, by row and column label (tokens as text, HTML entities read; positions without labels)."""
+    z = np.asarray(z, dtype=float)
+    title = _text(title) or _("a chart")
+    rows = [_text(r) for r in rows] if rows is not None else [str(i) for i in range(z.shape[0])]
+    cols = [_text(c) for c in cols] if cols is not None else [str(j) for j in range(z.shape[1])]
+    if np.isfinite(z).any():
+        r, c = np.unravel_index(np.nanargmax(np.where(np.isfinite(z), z, np.nan)), z.shape)
+        where = _("largest value {v} at row {row}, column {col}").format(v=_number(z[r, c]), row=rows[r], col=cols[c])
+    else:
+        where = _("no values")
+    shape = _("{rows} rows × {cols} columns").format(rows=z.shape[0], cols=z.shape[1])
+    if count == 1:
+        return _("Chart “{title}”: a heatmap of {shape}, {where}.").format(title=title, shape=shape, where=where)
+    return _("Chart “{title}”: {n} heatmaps of {shape}; the first: {where}.").format(
+        title=title, n=count, shape=shape, where=where)
+
+
+def matrix_table(z: np.ndarray, rows: list[str] | None = None, cols: list[str] | None = None) -> Table:
+    """A heatmap's numbers, z (Tq, Tk), as rows × columns (at most MAX_ROWS rows), each named "i: label"
+    (a token may recur); positions where there are no labels."""
+    z = np.asarray(z, dtype=float)
+    rows = [_text(r) for r in rows] if rows is not None else [str(i) for i in range(z.shape[0])]
+    cols = [_text(c) for c in cols] if cols is not None else [str(j) for j in range(z.shape[1])]
+    return ["", *(f"{j}: {c}" for j, c in enumerate(cols))], [
+        [f"{i}: {r}", *(None if not np.isfinite(v) else round(float(v), 4) for v in row)]
+        for i, (r, row) in enumerate(zip(rows[:MAX_ROWS], z[:MAX_ROWS]))]
 
 
 def _values(trace) -> np.ndarray:
@@ -108,11 +128,8 @@ def table(fig: go.Figure) -> Table | None:
     points (at most MAX_ROWS rows). None when the chart has neither."""
     maps, bars = _heatmaps(fig), _bars(fig)
     if maps:
-        z = np.asarray(maps[0].z, dtype=float)[:MAX_ROWS]
-        rows = _ticks(fig, maps[0].yaxis, "y", np.shape(maps[0].z)[0])[:MAX_ROWS]
-        cols = [f"{j}: {c}" for j, c in enumerate(_ticks(fig, maps[0].xaxis, "x", z.shape[1]))]   # a token may recur
-        return ["", *cols], [[f"{i}: {r}", *(None if not np.isfinite(v) else round(float(v), 4) for v in row)]
-                             for i, (r, row) in enumerate(zip(rows, z))]
+        z = np.asarray(maps[0].z, dtype=float)
+        return matrix_table(z, _ticks(fig, maps[0].yaxis, "y", z.shape[0]), _ticks(fig, maps[0].xaxis, "x", z.shape[1]))
     if bars:
         n = len(_values(bars[0]))
         labels = _labels(fig, bars[0], n)

@@ -7,7 +7,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import figures
-from app import head_switch, polls, state, what_if
+from app import attention_charts, polls, state, what_if
 from app.context import Context
 from app.settings import HEAD, LAYER, declare, flag, index, layer_head, multiselect, radio, selectbox, toggle
 from app.ui import chart, csv_button, lazy_expander, tokens_for, why
@@ -50,10 +50,11 @@ def render(ctx: Context) -> None:
                 icon=":material/visibility_off:")
         return
     left, right = st.columns([3, 2])
-    grid = ctx.figure("grid", (name, picked), lambda: figures.attention_grid(
-        attn, rows, cols, title=_("{kind}: every layer × head").format(kind=_(kind.label)), highlight_row=picked))
-    chart(left, grid, key="grid", settings=settings)
-    _one_head(ctx, right, attn, rows, cols, kind, (layer, head), picked)
+    attention_charts.draw((left, right), attn, rows, cols, (layer, head), {
+        "title": _("{kind}: every layer × head").format(kind=_(kind.label)),
+        "row_title": _("{side} (query)").format(side=_(kind.query_side)),
+        "col_title": _("{side} (key)").format(side=_(kind.key_side))}, settings, picked, _pick)
+    _head_tools(ctx, right, attn, rows, cols, kind, (layer, head))
     if picked is not None:
         chart(st, ctx.figure("row", (name, picked), lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
               key="row", settings=settings)
@@ -70,16 +71,10 @@ def kind_picker(where: DeltaGenerator, compact: bool) -> str:
     return radio(where, KIND, label, format_func=shown, horizontal=True)
 
 
-def _one_head(ctx: Context, where, attn: np.ndarray, rows: list[str], cols: list[str], kind: AttentionKind,
-              layer_head: tuple[int, int], picked: int | None) -> None:
-    """The chosen head, in a chart that holds every head of the kind: its menu switches heads in the browser
-    (app/head_switch.py tells the server, so the pickers, the link and a following class follow)."""
+def _head_tools(ctx: Context, where: DeltaGenerator, attn: np.ndarray, rows: list[str], cols: list[str],
+                kind: AttentionKind, layer_head: tuple[int, int]) -> None:
+    """Under the chosen head's chart: its numbers as CSV, and the way to what it does over a whole test set."""
     layer, head = layer_head
-    fig = ctx.figure("single", (kind.name, layer, head, picked), lambda: figures.attention_heads(
-        attn, rows, cols, layer, head, row_title=_("{side} (query)").format(side=_(kind.query_side)),
-        col_title=_("{side} (key)").format(side=_(kind.key_side)), highlight_row=picked), cache=False)
-    chart(where, fig, key="single", settings=ctx.settings)
-    head_switch.listen(where, "single", attn.shape[1], _pick)
     csv_button(where, attn[layer, head], rows, cols, f"{kind.name}-layer{layer}-head{head}")
     if where.button(_("This head across the corpus"), key="explore_corpus", icon=":material/view_module:",
                     help=_("what this head does over a whole test set: its role, profile and knockout cost")):

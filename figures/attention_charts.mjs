@@ -1,0 +1,215 @@
+// Attention charts drawn in the browser, from compact numbers (figures/browser.py): the grid of every layer x head
+// and the one-head chart whose menu shows another head without the server. The figures are the ones
+// figures/attention.py's attention_grid and attention_heads build (with Display.apply's font, number marks and
+// colour scale): tests/test_browser_charts.py runs gridFigure and headsFigure in node and compares them.
+// The default export is a Streamlit component (components v2, no iframe): app/attention_charts.py mounts it.
+
+// Streamlit's own plotly look (its "streamlit" theme, light), the parts a heatmap uses: Streamlit applies it
+// to every st.plotly_chart; a chart drawn here gets it from this template.
+const FONT = '"Source Sans", sans-serif';
+const GREY = "#808495";
+const LINES = "#e6eaf1";
+export const THEME = {
+  font: { color: GREY, family: FONT, size: 12, weight: 400 },
+  title: { font: { family: FONT, size: 16, color: "#2F2D2B" }, pad: { l: 4 }, xanchor: "left", x: 0 },
+  paper_bgcolor: "#FFFFFF", plot_bgcolor: "#FFFFFF",
+  coloraxis: { colorbar: { thickness: 16, xpad: 24, ticklabelposition: "outside", outlinecolor: "transparent",
+                           outlinewidth: 8, len: 0.75, y: 0.5745, title: { font: { color: GREY, size: 14 } },
+                           tickfont: { color: GREY, size: 12 } } },
+  xaxis: { zerolinecolor: LINES, gridcolor: LINES, showgrid: false, tickfont: { color: GREY, size: 12 },
+           tickcolor: LINES, title: { font: { color: GREY, size: 14 }, standoff: 20 }, zeroline: false,
+           automargin: true },
+  yaxis: { ticklabelposition: "outside", zerolinecolor: LINES, title: { font: { color: GREY, size: 14 }, standoff: 24 },
+           tickcolor: LINES, tickfont: { color: GREY, size: 12 }, gridcolor: LINES, automargin: true },
+  margin: { pad: 8, r: 0, l: 0 },
+  hoverlabel: { bgcolor: "#FFFFFF", bordercolor: "#DCD8D4", font: { color: GREY, family: FONT, size: 12 } },
+};
+
+// base64 of little-endian uint16 -> the weights, float32 in [0, 1]
+export function unpack(numbers) {
+  const raw = atob(numbers.u16);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  const fixed = new Uint16Array(bytes.buffer);
+  const values = new Float32Array(fixed.length);
+  for (let i = 0; i < fixed.length; i++) values[i] = fixed[i] / 65535;
+  return values;
+}
+
+// The (tq, tk) matrix of cell k (row-major over the leading axes) as rows of plain numbers.
+function matrix(values, k, tq, tk) {
+  const out = [];
+  for (let r = 0; r < tq; r++) out.push(Array.from(values.subarray((k * tq + r) * tk, (k * tq + r + 1) * tk)));
+  return out;
+}
+
+// What Display.apply sets: the font size, the language's number marks, the sequential scale of the colour axis.
+function displayed(layout, d) {
+  layout.font = { size: d.display.font };
+  layout.separators = d.display.separators;
+  layout.coloraxis.colorscale = d.display.colorscale;
+  return layout;
+}
+
+function highlight(d, tk, refs) {
+  const at = d.highlight;
+  return refs.map(([x, y]) => Object.assign(
+    { type: "rect", x0: -0.5, x1: tk - 0.5, y0: at - 0.5, y1: at + 0.5,
+      line: { color: d.chosen_colour, width: x ? 1.5 : 3 } }, x ? { xref: x, yref: y } : {}));
+}
+
+const ref = (letter, k) => `${letter}${k > 1 ? k : ""}`;
+
+// figures.attention.grid_layout: the axes and titles of an n_r x n_c grid of heatmaps.
+export function gridLayout(nR, nC, rowNames, colNames, hSpacing = 0.012, vSpacing = 0.03) {
+  const right = 0.98;
+  const w = (right - hSpacing * (nC - 1)) / nC;
+  const h = (1.0 - vSpacing * (nR - 1)) / nR;
+  const layout = {};
+  for (let i = 0; i < nR; i++) {
+    const top = 1.0 - i * (h + vSpacing);
+    for (let j = 0; j < nC; j++) {
+      const k = i * nC + j + 1;
+      const x0 = j * (w + hSpacing);
+      layout[ref("xaxis", k)] = { anchor: ref("y", k), domain: [x0, x0 + w], showticklabels: false, showgrid: false,
+                                  zeroline: false };
+      layout[ref("yaxis", k)] = { anchor: ref("x", k), domain: [top - h, top], showticklabels: false, showgrid: false,
+                                  zeroline: false, autorange: "reversed" };
+    }
+  }
+  const title = { font: { size: 16 }, showarrow: false, xref: "paper", yref: "paper" };
+  layout.annotations = [
+    ...colNames.map((name, j) => ({ ...title, text: name, x: j * (w + hSpacing) + w / 2, y: 1.0, xanchor: "center",
+                                    yanchor: "bottom" })),
+    ...rowNames.map((name, i) => ({ ...title, text: name, x: right, y: 1.0 - i * (h + vSpacing) - h / 2,
+                                    xanchor: "left", yanchor: "middle", textangle: 90 })),
+  ];
+  return layout;
+}
+
+// figures.attention_grid: every layer x head as a small heatmap, hover by position.
+export function gridFigure(d, values) {
+  const [nL, nH, tq, tk] = d.numbers.shape;
+  const g = d.grid;
+  const data = [];
+  for (let i = 0; i < nL; i++) for (let j = 0; j < nH; j++) {
+    const k = i * nH + j + 1;
+    data.push({ type: "heatmap", z: matrix(values, k - 1, tq, tk), coloraxis: "coloraxis",
+                hovertemplate: `${g.layers[i]}, ${g.heads[j]}` + g.hover, xaxis: ref("x", k), yaxis: ref("y", k) });
+  }
+  const layout = gridLayout(nL, nH, g.layers, g.heads);
+  if (d.highlight !== null && d.highlight !== undefined) {
+    layout.shapes = highlight(d, tk, data.map((t) => [t.xaxis, t.yaxis]));
+  }
+  Object.assign(layout, {
+    title: { text: g.title }, meta: "sequential",
+    coloraxis: { colorscale: d.display.colorscale, cmin: 0, cmax: 1, colorbar: { thickness: 12 } },
+    height: nH > 4 ? 110 + 105 * nL : 110 + 160 * nL, margin: { l: 10, r: 30, t: 70, b: 10 },
+  });
+  return { data, layout: displayed(layout, d) };
+}
+
+// figures.attention_heads: every head as one heatmap, the chosen one shown, a menu that shows another.
+export function headsFigure(d, values) {
+  const [nL, nH, tq, tk] = d.numbers.shape;
+  const s = d.single;
+  const y = d.rows.map((t, i) => `${i}: ${t}`);
+  const x = d.cols.map((t, j) => `${j}: ${t}`);
+  const chosen = d.layer * nH + d.head;
+  const n = nL * nH;
+  const data = d.names.map((name, k) => ({
+    type: "heatmap", z: matrix(values, k, tq, tk), x, y, coloraxis: "coloraxis", visible: k === chosen, name,
+    hovertemplate: `${s.hover}<extra>${name}</extra>` }));
+  const buttons = d.names.map((name, k) => ({
+    label: name, method: "update",
+    args: [{ visible: Array.from({ length: n }, (_, m) => m === k) }, { "title.text": name }] }));
+  const size = Math.max(tq, tk);
+  const layout = {
+    title: { text: d.names[chosen] }, meta: "sequential",
+    xaxis: { type: "category", tickmode: "array", tickvals: x, ticktext: d.cols, title: { text: s.col_title },
+             tickangle: -60, showgrid: false },
+    yaxis: { type: "category", tickmode: "array", tickvals: y, ticktext: d.rows, title: { text: s.row_title },
+             autorange: "reversed", showgrid: false },
+    coloraxis: { colorscale: d.display.colorscale, cmin: 0, cmax: 1, colorbar: { thickness: 12 } },
+    updatemenus: [{ type: "dropdown", active: chosen, buttons, x: 1.0, xanchor: "right", y: 1.02, yanchor: "bottom",
+                    showactive: true, pad: { t: 0, b: 0 } }],
+    modebar: { orientation: "v" },
+    height: Math.min(900, 180 + 26 * size), margin: d.margin,
+  };
+  if (d.highlight !== null && d.highlight !== undefined) layout.shapes = highlight(d, tk, [[null, null]]);
+  return { data, layout: displayed(layout, d) };
+}
+
+// As the page shows it: Streamlit's theme under it, the title in bold (as Streamlit writes every chart's title).
+function themed(fig, width) {
+  const layout = { ...fig.layout, template: { layout: THEME }, width,
+                   title: { ...fig.layout.title, text: `<b>${fig.layout.title.text}</b>` } };
+  return { data: fig.data, layout };
+}
+
+// plotly.js: Streamlit's own copy (its PlotlyChart module sets window.Plotly when it loads; `chunk` is that file's
+// name beside Streamlit's index script, app/attention_charts.py finds it), loaded once per page.
+function plotly(chunk) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window.__attentionPlotly) {
+    const index = document.querySelector('script[src*="static/js/index."]');
+    window.__attentionPlotly = (chunk && index ? import(new URL(chunk, index.src).href) : Promise.resolve())
+      .then(() => window.Plotly || waitFor(() => window.Plotly, 20_000));
+  }
+  return window.__attentionPlotly;
+}
+
+function waitFor(get, ms) {
+  return new Promise((resolve, reject) => {
+    const start = Date.now();
+    const look = () => (get() ? resolve(get()) : Date.now() - start > ms ? reject(new Error("plotly.js not found"))
+                                                                         : setTimeout(look, 50));
+    look();
+  });
+}
+
+// The component: draws data.chart ("grid" or "single") into its element and redraws it when the server sends new
+// data (Plotly.react: only what changed); the one-head chart's menu tells the server which head it shows ("pick").
+// Streamlit calls this again on every run that draws the element; what is drawn lives on the element.
+export default function (component) {
+  const { data, setTriggerValue, parentElement: host } = component;
+  let view = host.__attention;
+  if (!view) {
+    const div = document.createElement("div");
+    div.className = "attention-chart";
+    host.appendChild(div);
+    view = host.__attention = { div, tell: setTriggerValue, drawn: null, data: null, ready: null };
+    view.resize = new ResizeObserver(() => {
+      if (view.drawn && window.Plotly && div.clientWidth && div.clientWidth !== view.width) {
+        view.width = div.clientWidth;
+        window.Plotly.relayout(div, { width: view.width });
+      }
+    });
+    view.resize.observe(div);
+  }
+  view.tell = setTriggerValue;
+  view.data = data;
+  plotly(data.plotly).then((Plotly) => {
+    if (view.data !== data) return;                        // a newer run's data came meanwhile: it draws
+    const values = unpack(data.numbers);
+    const fig = data.chart === "grid" ? gridFigure(data, values) : headsFigure(data, values);
+    view.width = view.div.clientWidth || undefined;
+    const config = { displaylogo: false, displayModeBar: "hover", responsive: false,
+                     toImageButtonOptions: { format: data.image_format, filename: data.chart, scale: 2 } };
+    const shown = themed(fig, view.width);
+    return Plotly.react(view.div, shown.data, shown.layout, config).then(() => {
+      if (!view.drawn && data.chart === "single") {
+        view.div.on("plotly_buttonclicked", (event) => view.tell("pick", event.active));
+      }
+      view.drawn = data;
+      host.dataset.drawn = `${data.chart}:${data.layer}:${data.head}`;
+    });
+  }).catch((error) => {
+    view.div.textContent = `This chart could not be drawn: ${error.message}`;
+  });
+  return () => {
+    view.resize.disconnect();
+    if (window.Plotly) window.Plotly.purge(view.div);
+    delete host.__attention;
+  };
+}
