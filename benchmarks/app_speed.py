@@ -42,6 +42,12 @@ def wait_ready(page) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)
 
 
+# The explorer's two charts, drawn in the browser (app/attention_charts.py): each says when its data is on screen.
+DRAWN = ".attention-chart[data-state='drawn'] .main-svg"
+ALL_DRAWN = ("() => { const c = document.querySelectorAll('.attention-chart');"
+             " return c.length >= 2 && [...c].every(e => e.dataset.state === 'drawn'); }")
+
+
 def browser_timings(url: str, runs: int) -> list[float]:
     from playwright.sync_api import sync_playwright
     out = []
@@ -51,7 +57,7 @@ def browser_timings(url: str, runs: int) -> list[float]:
             "--disable-sync", "--disable-dev-shm-usage"])
         page = b.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(f"{url.rstrip('/')}/explore")       # the explorer: the page these numbers were first taken on
-        page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+        page.wait_for_selector(DRAWN, timeout=90_000)
         wait_ready(page)
         box = page.get_by_label("Sentence to translate", exact=False)
         for text in SENTENCES[:runs]:
@@ -60,8 +66,7 @@ def browser_timings(url: str, runs: int) -> list[float]:
             box.press("Enter")
             page.wait_for_selector("[data-testid='stApp'][data-test-script-state='running']", timeout=10_000)
             page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)
-            page.wait_for_function("() => { const c = document.querySelectorAll(\"[data-testid='stPlotlyChart']\");"
-                                   " return c.length >= 2 && [...c].every(e => e.querySelector('.main-svg')); }")
+            page.wait_for_function(ALL_DRAWN)
             out.append(time.perf_counter() - start)
         b.close()
     return out

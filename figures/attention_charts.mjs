@@ -189,6 +189,7 @@ export default function (component) {
   }
   view.tell = setTriggerValue;
   view.data = data;
+  view.div.dataset.state = "drawing";                      // "drawn" once this data is on the screen (tests wait on it)
   plotly(data.plotly).then((Plotly) => {
     if (view.data !== data) return;                        // a newer run's data came meanwhile: it draws
     const values = unpack(data.numbers);
@@ -202,9 +203,10 @@ export default function (component) {
         view.div.on("plotly_buttonclicked", (event) => view.tell("pick", event.active));
       }
       view.drawn = data;
-      host.dataset.drawn = `${data.chart}:${data.layer}:${data.head}`;
+      if (view.data === data) view.div.dataset.state = "drawn";
     });
   }).catch((error) => {
+    view.div.dataset.state = "failed";
     view.div.textContent = `This chart could not be drawn: ${error.message}`;
   });
   return () => {

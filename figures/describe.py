@@ -26,12 +26,12 @@ def _title(fig: go.Figure) -> str:
     return _text(fig.layout.title.text) or _("a chart")
 
 
-def _ticks(fig: go.Figure, ref: str | None, letter: str, n: int) -> list[str]:
-    """The labels along one axis of a trace: the axis's tick texts, else positions."""
+def _ticks(fig: go.Figure, ref: str | None, letter: str, n: int) -> list[str] | None:
+    """The labels along one axis of a trace as the chart writes them (HTML): the axis's tick texts, else None."""
     axis = fig.layout[f"{letter}axis{(ref or letter)[1:]}"]
     if axis.ticktext is not None and len(axis.ticktext) == n:
-        return [_text(t) for t in axis.ticktext]
-    return [str(i) for i in range(n)]
+        return list(axis.ticktext)
+    return None
 
 
 def _number(v: float) -> str:
@@ -57,7 +57,7 @@ def summary(fig: go.Figure) -> str:
     title, maps, bars = _title(fig), _heatmaps(fig), _bars(fig)
     if maps:
         z = np.asarray(maps[0].z, dtype=float)
-        return heatmaps_sentence(title, z, len(maps), _ticks(fig, maps[0].yaxis, "y", z.shape[0]),
+        return heatmaps_sentence(fig.layout.title.text or "", z, len(maps), _ticks(fig, maps[0].yaxis, "y", z.shape[0]),
                                  _ticks(fig, maps[0].xaxis, "x", z.shape[1]))
     if bars:
         y = _values(bars[0])
@@ -76,7 +76,7 @@ def summary(fig: go.Figure) -> str:
 def heatmaps_sentence(title: str, z: np.ndarray, count: int, rows: list[str] | None = None,
                       cols: list[str] | None = None) -> str:
     """The sentence of a chart of `count` heatmaps shaped like z (Tq, Tk), z the first: where its largest value
-    is, by row and column label (tokens as text, HTML entities read; positions without labels)."""
+    is, by row and column label (as the chart writes them, HTML; read as text), or position without labels."""
     z = np.asarray(z, dtype=float)
     title = _text(title) or _("a chart")
     rows = [_text(r) for r in rows] if rows is not None else [str(i) for i in range(z.shape[0])]
@@ -95,7 +95,7 @@ def heatmaps_sentence(title: str, z: np.ndarray, count: int, rows: list[str] | N
 
 def matrix_table(z: np.ndarray, rows: list[str] | None = None, cols: list[str] | None = None) -> Table:
     """A heatmap's numbers, z (Tq, Tk), as rows × columns (at most MAX_ROWS rows), each named "i: label"
-    (a token may recur); positions where there are no labels."""
+    (a token may recur; labels as the chart writes them, HTML, read as text), positions without labels."""
     z = np.asarray(z, dtype=float)
     rows = [_text(r) for r in rows] if rows is not None else [str(i) for i in range(z.shape[0])]
     cols = [_text(c) for c in cols] if cols is not None else [str(j) for j in range(z.shape[1])]

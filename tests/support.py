@@ -192,6 +192,13 @@ def no_errors(page) -> None:
     assert "Traceback" not in page.content()
 
 
+# The explorer's grid and one-head chart, drawn in the browser (app/attention_charts.py): each says when the data
+# of the last run is on screen.
+EXPLORE_DRAWN = ".attention-chart[data-state='drawn'] .main-svg"
+ALL_DRAWN = ("() => { const c = document.querySelectorAll('.attention-chart');"
+             " return c.length >= 2 && [...c].every(e => e.dataset.state === 'drawn'); }")
+
+
 def open_page(browser, url: str, selector: str, height: int = 1100):
     """A new browser page on `url`, once `selector` is drawn and the script run is over."""
     ARTIFACTS.mkdir(exist_ok=True)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from figures.browser import unpacked
 from tests.support import APP, array, goto, page_of
 
 
@@ -40,35 +41,50 @@ def tick_text(spec: dict, axis: str) -> list[str]:
     return spec["layout"][axis]["ticktext"]
 
 
+def drawn(at) -> dict[str, dict]:
+    """What the browser draws the explorer's grid and one-head chart from (app/attention_charts.py), by key."""
+    found = {}
+    for el in at.get("bidi_component"):
+        if el.proto.component_name.endswith("attention_charts"):
+            found[el.proto.id.rsplit("-", 1)[-1]] = json.loads(el.proto.json)
+    return found
+
+
 def test_explore_view_shapes_and_rows(at):
-    assert set(charts(at)) == {"grid", "single"}            # the averages' expander is closed: not drawn
+    assert set(charts(at)) == set()                         # the averages' expander is closed: not drawn
+    grid, single = drawn(at)["grid"], drawn(at)["single"]
+    assert grid["chart"] == "grid" and single["chart"] == "single"
+    attn = unpacked(single["numbers"])                      # (L, H, Tq, Tk)
+    rows, cols = single["rows"], single["cols"]
+    assert attn.shape == (2, 4, len(rows), len(cols))        # layers x heads of the tiny model
+    assert rows[0] == "&lt;s&gt;" and cols[-1] == "&lt;/s&gt;"   # cross: target rows, source columns
+    assert np.allclose(attn.sum(axis=-1), 1, atol=1e-3)
+    assert np.array_equal(unpacked(grid["numbers"]), attn) and (single["layer"], single["head"]) == (0, 0)
     at.session_state["explore_averages"] = True              # opened
     at.run()
-    specs = charts(at)
-    assert set(specs) == {"grid", "single", "mean"}
-    grid, single = specs["grid"], specs["single"]
-    assert len(heatmaps(grid)) == 2 * 4                     # layers x heads of the tiny model
-    z = heatmaps(single)[0]
-    rows, cols = tick_text(single, "yaxis"), tick_text(single, "xaxis")
-    assert z.shape == (len(rows), len(cols))
-    assert rows[0] == "&lt;s&gt;" and cols[-1] == "&lt;/s&gt;"   # cross: target rows, source columns
-    assert np.allclose(z.sum(axis=1), 1, atol=1e-4)
-    for m in heatmaps(grid):
-        assert m.shape == z.shape and np.allclose(m.sum(axis=1), 1, atol=1e-4)
-    assert heatmaps(specs["mean"])[0].shape == z.shape
+    assert set(charts(at)) == {"mean"}
+    assert heatmaps(charts(at)["mean"])[0].shape == attn.shape[2:]
+
+
+def test_the_pickers_choose_what_the_browser_shows(at):
+    at.selectbox(key="layer").set_value(1).run()
+    at.selectbox(key="head").set_value(3).run()
+    assert not at.exception
+    single = drawn(at)["single"]
+    assert (single["layer"], single["head"]) == (1, 3) and single["names"][1 * 4 + 3] == "layer 1, head 3"
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self"])
 def test_other_kinds(at, kind):
     at.radio(key="kind").set_value(kind).run()
     assert not at.exception
-    single = charts(at)["single"]
-    z = heatmaps(single)[0]
-    rows, cols = tick_text(single, "yaxis"), tick_text(single, "xaxis")
-    assert z.shape == (len(rows), len(cols))
-    assert all(m.shape == z.shape for m in heatmaps(charts(at)["grid"]))    # the cached grid follows the kind
+    single = drawn(at)["single"]
+    attn = unpacked(single["numbers"])
+    rows, cols = single["rows"], single["cols"]
+    assert attn.shape[2:] == (len(rows), len(cols))
+    assert unpacked(drawn(at)["grid"]["numbers"]).shape == attn.shape     # the grid follows the kind
     if kind == "decoder_self":
-        assert np.allclose(np.triu(z, 1), 0) and rows == cols
+        assert np.allclose(np.triu(attn, 1), 0) and rows == cols
     else:
         assert rows == cols and rows[-1] == "&lt;/s&gt;"
 

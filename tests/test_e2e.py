@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.support import (
+    ALL_DRAWN,
     ARTIFACTS,
     CHROMIUM,
+    EXPLORE_DRAWN,
     ROOT,
     axe,
     choose,
@@ -38,7 +40,7 @@ def server(shipped_server):
 
 def open_app(browser, url: str):
     """A new page on the app's attention explorer, its first charts drawn."""
-    return open_page(browser, f"{url}/explore", "[data-testid='stPlotlyChart']")
+    return open_page(browser, f"{url}/explore", EXPLORE_DRAWN)
 
 
 def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
@@ -49,7 +51,7 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     box.fill(SENTENCE)
     box.press("Enter")
     settle(page)
-    page.wait_for_selector("[data-testid='stPlotlyChart']")
+    page.wait_for_function(ALL_DRAWN)
     no_errors(page)
     shown = page.locator(".st-key-translation h3").first.inner_text().strip()
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
