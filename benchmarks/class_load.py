@@ -199,7 +199,7 @@ def static_paths(url: str) -> list[str]:
         page = b.new_page()
         page.on("request", lambda r: seen.append(r.url))
         page.goto(url)
-        page.wait_for_selector(".attention-chart[data-state='drawn'] .main-svg", timeout=120_000)
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)     # any chart: every build has one
         b.close()
     prefix = url.rstrip("/")
     return sorted({u[len(prefix):] for u in seen if u.startswith(prefix + "/static/")} | {"/"})

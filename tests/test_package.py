@@ -74,6 +74,7 @@ def test_the_wheel_carries_the_code_the_models_and_the_settings(wheel):
     assert "transformer_explained/streamlit/config.toml" in names and "app/main.py" in names
     assert "model/analysis/heads/measures.py" in names and "figures/heads.py" in names
     assert {"webpage/page.html", "webpage/page.css", "webpage/page.js"} <= names      # the lesson file's frame
+    assert "figures/attention_charts.mjs" in names          # the explorer's charts, drawn in the browser
     assert not any(n.startswith("tests/") for n in names)
     assert wheel.stat().st_size < 56 * 2**20       # two shipped models of at most 25 MiB each (test_shipped.py) + code
 
