@@ -12,18 +12,16 @@ component loads that module (its file name is found here) when no chart on the p
 from __future__ import annotations
 
 import functools
-import html
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from app import state
 from app.settings import SidebarChoices
-from app.ui import HIDDEN
+from app.ui import described
 from figures import describe
 from figures.browser import attention_charts
 
@@ -81,7 +79,4 @@ def draw(
 def _described(where: DeltaGenerator, sentence: str, z: np.ndarray, rows: list[str] | None, cols: list[str] | None,
                settings: SidebarChoices) -> None:
     """As app.ui.described says a plotly chart: the sentence, hidden but read out; the numbers when asked."""
-    where.markdown(f'<p style="{HIDDEN}">{html.escape(sentence)}</p>', unsafe_allow_html=True)
-    if settings.tables:
-        columns, table = describe.matrix_table(z, rows, cols)
-        where.dataframe(pd.DataFrame(table, columns=[c or " " for c in columns]), hide_index=True)
+    described(where, None, settings, (sentence, lambda: describe.matrix_table(z, rows, cols)))

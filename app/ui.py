@@ -116,11 +116,17 @@ def _sentence(fig: go.Figure) -> str:
     return said[lang]
 
 
-def described(where: DeltaGenerator, fig: go.Figure, settings: SidebarChoices | None) -> None:
+def described(where: DeltaGenerator, fig: go.Figure | None, settings: SidebarChoices | None,
+              said: tuple[str, Callable[[], describe.Table]] | None = None) -> None:
     """A chart's text alternative: one sentence for screen readers (figures/describe.py), and its
-    numbers as a table when the sidebar asks for them."""
-    where.markdown(f'<p style="{HIDDEN}">{html.escape(_sentence(fig))}</p>', unsafe_allow_html=True)
-    if settings is not None and settings.tables and (numbers := describe.table(fig)) is not None:
+    numbers as a table when the sidebar asks for them. A chart the browser draws (no plotly figure
+    here) gives its sentence and what makes its table as `said`."""
+    sentence = said[0] if said is not None else _sentence(fig)
+    where.markdown(f'<p style="{HIDDEN}">{html.escape(sentence)}</p>', unsafe_allow_html=True)
+    if settings is None or not settings.tables:
+        return
+    numbers = said[1]() if said is not None else describe.table(fig)
+    if numbers is not None:
         columns, rows = numbers
         where.dataframe(pd.DataFrame(rows, columns=[c or " " for c in columns]), hide_index=True)
 

@@ -387,7 +387,9 @@ def test_the_lab_page_trains_replays_decodes_and_saves(app_checkpoints, tmp_path
     at.selectbox(key="checkpoint").set_value("lab-test").run()          # every other page opens it
     goto(at, "explore")
     at.text_input(key="text").set_value("a b c d").run()
-    assert not at.exception and len(at.get("plotly_chart")) > 0
+    assert not at.exception
+    drawn = [el for el in at.get("bidi_component") if el.proto.component_name.endswith("attention_charts")]
+    assert len(drawn) == 2                                             # the explorer's charts, from its numbers
 
 
 def test_the_download_is_a_loadable_checkpoint(tmp_path):
