@@ -7,10 +7,10 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 import figures
-from app import attention_charts, polls, state, what_if
+from app import attention_charts, classroom, polls, state, what_if
 from app.context import Context
 from app.settings import HEAD, LAYER, declare, flag, index, layer_head, multiselect, radio, selectbox, toggle
-from app.ui import chart, csv_button, lazy_expander, tokens_for, why
+from app.ui import chart, csv_button, fragment, lazy_expander, tokens_for, why
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
 from model.analysis.readings import summed_attention, whole_words
@@ -30,6 +30,19 @@ ROLLOUT_CAPTION = N_(
 
 
 def render(ctx: Context) -> None:
+    explorer(ctx)
+
+
+@fragment
+def explorer(ctx: Context) -> None:
+    """Everything the explorer's own widgets change. A fragment: a kind, layer, head or row change (and the
+    chart's head menu) reruns only this, not the sidebar, the sentence and its translation (each student of a
+    class clicks through heads: BENCHMARKS.md, issue 53)."""
+    _explore(ctx)
+    classroom.end_of_run(ctx.site)   # a fragment's rerun does not reach main(), which writes the link otherwise
+
+
+def _explore(ctx: Context) -> None:
     ex, settings = ctx.explanation, ctx.settings
     compact = settings.projector           # the front of a room: every picker in one row, the picture first
     row = st.columns([5, 2, 2, 4, 2], vertical_alignment="bottom") if compact else None
