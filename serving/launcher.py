@@ -162,6 +162,13 @@ def healthy(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
+def answers(host: str, port: int) -> bool:
+    """Whether something already listens on host:port."""
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((host, port)) == 0
+
+
 class Launcher:
     """Starts the app processes and HAProxy, restarts app processes that die."""
 
@@ -222,6 +229,7 @@ class Launcher:
                   "give --redis URL of a Redis they all reach for classes across machines", file=sys.stderr)
 
     def start(self) -> None:
+        self.refuse_taken_ports()
         self.sweep_lab_shelf()
         self.start_redis()
         if self.args.apps_only:
@@ -245,6 +253,19 @@ class Launcher:
         if self.args.warmup:
             for port in self.ports:
                 self.warm_in_background(port)
+
+    def refuse_taken_ports(self) -> None:
+        """Stop, with one line, when a port this server would take already answers: an app process left from an
+        earlier run would otherwise pass the health check and serve its own (older) code in the new one's place."""
+        host, bind_port = _host_port(self.args.bind)
+        apps = _reachable(host) if getattr(self.args, "apps_only", False) else self.address
+        wanted = [(apps, p) for p in self.ports] + [(_reachable(host), bind_port)]
+        taken = sorted({port for address, port in wanted if answers(address, port)})
+        if taken:
+            print(f"error: port {', '.join(map(str, taken))} already in use (an app process or server left from an "
+                  f"earlier run?): stop it, or start with other ports (--bind, --first-port)", file=sys.stderr,
+                  flush=True)
+            raise SystemExit(2)
 
     def sweep_lab_shelf(self) -> None:
         """Unpublished lab models older than the keeping time go before the class comes (serving/lab_shelf.py)."""

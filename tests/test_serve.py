@@ -412,3 +412,20 @@ def test_an_app_machine_needs_a_shared_redis_and_a_front_needs_backends(capsys):
         with pytest.raises(SystemExit):
             launcher.main(argv)
         assert said in capsys.readouterr().err, argv
+
+
+def test_a_port_already_answering_stops_the_launcher_with_one_line(app_checkpoints):
+    """An app process left from an earlier run still answers its port: a new launcher would pass its health check
+    and serve the old code (seen in session 31: a benchmark measured a stale build). It stops at once instead."""
+    import socket
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "serving.launcher", "--bind", f"127.0.0.1:{free_port()}",
+                               "--processes", "1", "--first-port", str(taken), "--no-warmup"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints)})
+    assert done.returncode == 2, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(said) == 1 and f"port {taken} already in use" in said[0], done.stderr
