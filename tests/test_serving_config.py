@@ -1,4 +1,5 @@
-"""The server's settings (serving/config.py): each variable read, documented in its table and in the README."""
+"""The server's settings (serving/config.py): each variable read, documented in its table and in docs/serving.md
+(linked from the README)."""
 from __future__ import annotations
 
 import inspect
@@ -16,6 +17,8 @@ def test_every_variable_read_is_in_the_modules_table_and_in_the_readme():
     read |= {"TRANSFORMER_CHECKPOINTS"}                     # read by model/storage/places.py for it
     tabled = set(re.findall(r"^\| (TRANSFORMER_[A-Z_]+) \|", config.__doc__, re.M))
     readme = (ROOT / "README.md").read_text()
+    settings = (ROOT / "docs" / "serving.md").read_text()          # the README's page of every setting
+    assert "(docs/serving.md)" in readme
     assert len(read) > 20 and read <= tabled, read - tabled
-    assert not [v for v in read if v not in readme], [v for v in read if v not in readme]
+    assert not [v for v in read if v not in settings], [v for v in read if v not in settings]
     assert set(config.VARIABLES) == tabled and len(config.VARIABLES) == len(tabled)   # what app/resources reads
