@@ -126,3 +126,14 @@ def test_the_sentence_for_screen_readers_is_the_one_the_figure_gets():
     assert describe.heatmaps_sentence(shown, attn[1, 3], 1, data["rows"], data["cols"]) == describe.summary(single)
     assert describe.matrix_table(attn[1, 3], data["rows"], data["cols"]) == describe.table(single)
     assert "b&c" in describe.summary(single) or "b&c" in str(describe.table(single))
+
+
+def test_streamlits_own_plotly_module_is_found():
+    """The charts load the plotly.js that Streamlit ships (its PlotlyChart module sets window.Plotly): a Streamlit
+    that renamed it would leave the explorer waiting for a chart elsewhere on the page, so say so here."""
+    from app.attention_charts import plotly_module
+    name = plotly_module()
+    assert name is not None and name.startswith("PlotlyChart.") and name.endswith(".js")
+    import streamlit
+    chunk = Path(streamlit.__file__).parent / "static" / "static" / "js" / name
+    assert "window.Plotly=" in chunk.read_text(errors="replace")
