@@ -19,13 +19,14 @@ import numpy as np
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+import figures
 from app import state
 from app.settings import SidebarChoices
 from app.ui import described
 from figures import describe
 from figures.browser import attention_charts
 
-SCRIPT = Path(__file__).resolve().parent.parent / "figures" / "attention_charts.mjs"
+SCRIPT = Path(figures.__file__).with_name("attention_charts.mjs")       # package data of figures/
 
 _component = st.components.v2.component("transformer_explained.attention_charts", js=SCRIPT.read_text(),
                                          isolate_styles=False)    # plotly's own styles live in the document
