@@ -72,6 +72,8 @@ def test_the_pickers_choose_what_the_browser_shows(at):
     assert not at.exception
     single = drawn(at)["single"]
     assert (single["layer"], single["head"]) == (1, 3) and single["names"][1 * 4 + 3] == "layer 1, head 3"
+    at.radio(key="image_format").set_value("svg").run()                # the camera icon downloads SVG
+    assert {d["image_format"] for d in drawn(at).values()} == {"svg"}
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self"])
