@@ -28,6 +28,7 @@ from figures.browser import attention_charts
 
 SCRIPT = Path(figures.__file__).with_name("attention_charts.mjs")       # package data of figures/
 
+SINGLE = "single"          # the one-head chart's key: its element, and where Streamlit keeps its `pick`
 _component = st.components.v2.component("transformer_explained.attention_charts", js=SCRIPT.read_text(),
                                          isolate_styles=False)    # plotly's own styles live in the document
 
@@ -61,7 +62,7 @@ def draw(
     n_heads = attn.shape[1]
 
     def picked() -> None:
-        index = getattr(state.widget("single"), "pick", None)
+        index = getattr(state.widget(SINGLE), "pick", None)
         if isinstance(index, int) and 0 <= index < attn.shape[0] * n_heads:
             on_pick(*divmod(index, n_heads))
 
@@ -71,7 +72,7 @@ def draw(
     _described(grid, describe.heatmaps_sentence(words["title"], attn[0, 0], attn.shape[0] * n_heads),
                attn[0, 0], None, None, settings)
     with single:
-        _component(key="single", data={**data, "chart": "single"}, on_pick_change=picked)
+        _component(key=SINGLE, data={**data, "chart": SINGLE}, on_pick_change=picked)
     shown, labels = data["names"][layer * n_heads + head], (data["rows"], data["cols"])   # as the axes write them
     _described(single, describe.heatmaps_sentence(shown, attn[layer, head], 1, *labels), attn[layer, head], *labels,
                settings)

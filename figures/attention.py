@@ -25,7 +25,10 @@ from figures.common import (
     labels,
     scale,
 )
-from i18n import _
+from i18n import N_, _
+
+# The grid's hover after each cell's "layer i, head j": positions, not tokens (the one-head chart names tokens).
+GRID_HOVER = N_("<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>")
 
 
 def attention_heatmap(
@@ -87,8 +90,8 @@ def attention_heads(
     r, c = labels(rows), labels(cols)
     y, x = [f"{i}: {t}" for i, t in enumerate(r)], [f"{j}: {t}" for j, t in enumerate(c)]
     heads = [(i, j) for i in range(n_l) for j in range(n_h)]
-    names = [_("layer {layer}, head {head}").format(layer=i, head=j) for i, j in heads]
-    hover = f"{row_title}: %{{y}}<br>{col_title}: %{{x}}<br>" + _("weight: %{z:.4f}")
+    names = head_names(n_l, n_h)
+    hover = heads_hover(row_title, col_title)
     traces = [dict(type="heatmap", z=attn[i, j].astype(np.float32), x=x, y=y, coloraxis="coloraxis",
                    visible=(i, j) == (layer, head), name=names[k], hovertemplate=f"{hover}<extra>{names[k]}</extra>")
               for k, (i, j) in enumerate(heads)]
@@ -113,6 +116,21 @@ def attention_heads(
     return from_spec(traces, layout)
 
 
+def heads_hover(row_title: str, col_title: str) -> str:
+    """The one-head chart's hover: its axes' categories ("i: token") and the weight."""
+    return f"{row_title}: %{{y}}<br>{col_title}: %{{x}}<br>" + _("weight: %{z:.4f}")
+
+
+def head_names(n_layers: int, n_heads: int) -> list[str]:
+    """"layer i, head j" for every head, layer by layer: the one-head chart's titles and menu entries."""
+    return [_("layer {layer}, head {head}").format(layer=i, head=j) for i in range(n_layers) for j in range(n_heads)]
+
+
+def grid_names(n_layers: int, n_heads: int) -> tuple[list[str], list[str]]:
+    """The grid's row titles ("layer i") and column titles ("head j")."""
+    return [_("layer {i}").format(i=i) for i in range(n_layers)], [_("head {j}").format(j=j) for j in range(n_heads)]
+
+
 def attention_grid(
     attn: np.ndarray,
     rows: Sequence[str],
@@ -127,11 +145,11 @@ def attention_grid(
     n_r, n_c, tq, tk = attn.shape
     if (tq, tk) != (len(rows), len(cols)):
         raise ValueError(f"matrices ({tq}, {tk}) do not match {len(rows)} row and {len(cols)} column tokens")
-    row_names = row_names or [_("layer {i}").format(i=i) for i in range(n_r)]
-    col_names = col_names or [_("head {j}").format(j=j) for j in range(n_c)]
+    default_rows, default_cols = grid_names(n_r, n_c)
+    row_names, col_names = row_names or default_rows, col_names or default_cols
     # Float32 z and no per-cell hover strings: the grid is an overview, hover names positions
     # (the single-head chart beside it names tokens). Sends ~6x less than a customdata copy per head.
-    hover = _("<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>")
+    hover = _(GRID_HOVER)
     cells = [(i, j) for i in range(n_r) for j in range(n_c)]
     traces = [dict(type="heatmap", z=attn[i, j].astype(np.float32), coloraxis="coloraxis",
                    hovertemplate=f"{row_names[i]}, {col_names[j]}" + hover,

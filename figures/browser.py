@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from figures.attention import GRID_HOVER, grid_names, head_names, heads_hover
 from figures.common import MARGIN, STATUS_COLORS, Display, labels, scale
 from i18n import _, marks
 
@@ -32,11 +33,6 @@ def unpacked(numbers: dict) -> np.ndarray:
     """What `packed` packed, as float32 (what the browser reads)."""
     fixed = np.frombuffer(base64.b64decode(numbers["u16"]), dtype="<u2")
     return (fixed.astype(np.float32) / STEPS).reshape(numbers["shape"])
-
-
-def head_names(n_layers: int, n_heads: int) -> list[str]:
-    """"layer i, head j" for every head, layer by layer: the one-head chart's titles and menu entries."""
-    return [_("layer {layer}, head {head}").format(layer=i, head=j) for i in range(n_layers) for j in range(n_heads)]
 
 
 def attention_charts(
@@ -60,16 +56,14 @@ def attention_charts(
         raise ValueError(f"matrices ({tq}, {tk}) do not match {len(rows)} row and {len(cols)} column tokens")
     if not (0 <= layer < n_l and 0 <= head < n_h):
         raise ValueError(f"no head ({layer}, {head}) in {n_l} layers of {n_h} heads")
+    layers, heads = grid_names(n_l, n_h)
     return {
         "numbers": packed(attn),
         "rows": labels(rows), "cols": labels(cols),
         "layer": layer, "head": head, "highlight": highlight_row,
         "names": head_names(n_l, n_h),
-        "grid": {"title": title, "layers": [_("layer {i}").format(i=i) for i in range(n_l)],
-                 "heads": [_("head {j}").format(j=j) for j in range(n_h)],
-                 "hover": _("<br>query %{y}, key %{x}<br>weight: %{z:.4f}<extra></extra>")},
-        "single": {"row_title": row_title, "col_title": col_title,
-                   "hover": f"{row_title}: %{{y}}<br>{col_title}: %{{x}}<br>" + _("weight: %{z:.4f}")},
+        "grid": {"title": title, "layers": layers, "heads": heads, "hover": _(GRID_HOVER)},
+        "single": {"row_title": row_title, "col_title": col_title, "hover": heads_hover(row_title, col_title)},
         "display": {"font": display.font_size, "separators": marks(), "colorscale": scale(display.sequential)},
         "chosen_colour": STATUS_COLORS["chosen"],
         "margin": MARGIN,
