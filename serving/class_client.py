@@ -143,6 +143,17 @@ async def change(teacher: Session, followers: list[Session], label: str, sentenc
     return latencies, missed
 
 
+def story(*sessions: Session, last: int = 6) -> str:
+    """What each session did last (its runs and the links its page wrote, seconds before now): the message
+    of a check on a class that failed, so that a rare miss can be read from the log."""
+    now, lines = time.monotonic(), []
+    for n, x in enumerate(sessions):
+        runs = [(r.kind, round(r.seconds, 2), "dropped" if r.dropped else "ok" if r.ok else r.error[:60])
+                for r in x.s.runs[-last:]]
+        links = [(round(now - t, 2), q) for t, q in x.s.link_seen[-last:]]
+        lines.append(f"session {n}: runs {runs}; links (s ago) {links}; dropped {x.dropped}; errors {x.errors[-3:]}")
+    return "\n".join(lines)
+
 
 def answers_held(r, code: str) -> int:
     try:

@@ -26,6 +26,12 @@ WHOLE_RUN_DONE = 0    # ... FINISHED_SUCCESSFULLY: a whole page's run (a fragmen
 
 
 @functools.cache
+def _read_out(future: asyncio.Future) -> None:
+    """Marks a future's exception read (a closed websocket ends the run asked for last, awaited or not)."""
+    if not future.cancelled():
+        future.exception()
+
+
 def _pb():
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ClientState_pb2 import ClientState, ContextInfo
@@ -115,7 +121,9 @@ class Student:
         self.cache: dict[str, object] = {}
         self.done: asyncio.Future | None = None
         self.started: asyncio.Future | None = None   # the run asked for last has begun (its new_session)
-        self.fragment_run = False
+        self.asked_fragment = ""                     # the fragment the run asked for last reruns ("": the page)
+        self.run_id: str | None = None               # Streamlit's id of that run once it began (_ours)
+        self.rerun_follows = False                   # that run ended early for a rerun: the next run is its own
         self.whole_runs = 0                          # whole page runs finished (not a fragment's alone)
         self.saw_wait = False
         self.ws = None
@@ -196,10 +204,14 @@ class Student:
         elif msg.metadata.cacheable and msg.hash:
             self.cache[msg.hash] = msg
         if kind == "new_session":
-            if self.started is not None and not self.started.done():
-                self.started.set_result(True)
+            run = msg.metadata.run
+            if self._ours(run.script_run_id, list(run.fragment_ids)):
+                self.run_id, self.rerun_follows = run.script_run_id, False
+                if self.started is not None and not self.started.done():
+                    self.started.set_result(True)
             self.page_hash = msg.new_session.page_script_hash
-            if not self.fragment_run:          # a fragment's rerun redraws only the fragment
+            whole = not run.fragment_ids if run.script_run_id else not self.asked_fragment
+            if whole:                          # a fragment's rerun redraws only the fragment
                 self.widgets.clear(), self.blocks.clear(), self.markdown.clear()
                 self.auto_reruns.clear()       # a whole run registers its timed fragments again
             self.exceptions.clear()
@@ -213,9 +225,24 @@ class Student:
             self._delta(tuple(msg.metadata.delta_path), msg.delta)
         elif kind == "script_finished":
             self.whole_runs += msg.script_finished == WHOLE_RUN_DONE
-        if kind == "script_finished" and self.done is not None and not self.done.done():
-            if msg.script_finished != EARLY_FOR_RERUN:      # a page switch or st.rerun: another run follows
-                self.done.set_result(msg.script_finished)
+            ended = msg.metadata.run.script_run_id
+            if self.done is not None and not self.done.done() and self.run_id is not None \
+                    and (not ended or ended == self.run_id):
+                if msg.script_finished == EARLY_FOR_RERUN:    # a page switch or st.rerun: another run follows
+                    self.rerun_follows = True
+                else:
+                    self.done.set_result(msg.script_finished)
+
+    def _ours(self, run_id: str, fragments: list[str]) -> bool:
+        """Whether the run that begins is the one asked for last. Streamlit tags each run's first and last
+        message with its id and the fragments it reruns: a rerun asked for earlier that the server starts
+        late (after this client counted it dropped, Student.rerun) must not end the run asked for now, nor
+        may a fragment's rerun clear the page's widgets. Without tags (an older Streamlit): every run is."""
+        if not run_id or self.rerun_follows:
+            return True
+        if self.run_id is not None:            # it began already: this is a later one
+            return False
+        return self.asked_fragment in fragments if self.asked_fragment else not fragments
 
     def _delta(self, path: tuple, delta) -> None:
         if delta.WhichOneof("type") == "add_block":
@@ -288,8 +315,9 @@ class Student:
             self.runs.append(run)
             return run
         self.done = asyncio.get_running_loop().create_future()
+        self.done.add_done_callback(_read_out)     # a run counted dropped is awaited by none
         self.started = asyncio.get_running_loop().create_future()
-        self.fragment_run = bool(fragment)
+        self.asked_fragment, self.run_id, self.rerun_follows = fragment, None, False
         self.saw_wait = False
         start = time.monotonic()
         try:

@@ -324,7 +324,7 @@ def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_s
     (classroom.follow_here), so the teacher's Next reaches every student without a whole run of their page;
     a new sentence still reruns it whole, and the sentence the class opened with, typed again, is followed too (the
     client sends the address bar the page last wrote, as a browser does). Over Streamlit's protocol."""
-    from serving.class_client import change, end_class, open_class, params, wait_for
+    from serving.class_client import change, end_class, open_class, params, story, wait_for
 
     async def lesson() -> tuple[list, list[int], list[int], list[int]]:
         teacher, followers, tasks = await open_class(proxy[0], 2, "A dog runs in the park.")
@@ -334,10 +334,10 @@ def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_s
             before = [f.s.whole_runs for f in followers]
             for i in range(3):
                 _, missed = await change(teacher, followers, f"next {i}", None, 20)
-                assert missed == 0
+                assert missed == 0, story(teacher, *followers)
             after_next = [f.s.whole_runs for f in followers]
             _, missed = await change(teacher, followers, "sentence", "Two men play football.", 20)
-            assert missed == 0                        # the link is written before the run's end: wait for its end
+            assert missed == 0, story(teacher, *followers)  # the link comes before the run ends: wait for it
             await wait_for(lambda: all(f.s.whole_runs > n for f, n in zip(followers, after_next, strict=True)), 10)
             _, missed = await change(teacher, followers, "the first again", "A dog runs in the park.", 20)
             assert missed == 0 and params(teacher.s.link)["text"] == "A dog runs in the park.", teacher.s.link
