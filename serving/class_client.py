@@ -121,12 +121,13 @@ async def change(teacher: Session, followers: list[Session], label: str, sentenc
     never did within `timeout`."""
     states = [teacher.s.type("text", sentence)] if sentence else [teacher.s.press("next")]
     fragment = "" if sentence else teacher.s.fragments.get("next", "")
-    sent, link, dropped = time.monotonic(), teacher.s.link, teacher.dropped
+    sent, link = time.monotonic(), teacher.s.link
     done = await teacher.run(label, states, fragment=fragment)
-    if teacher.dropped > dropped:
-        # the teacher's own run had not started within DROPPED_SECONDS (a busy machine: the suite's browsers beside
-        # it), so its link was still the old one, which the followers had written before `sent`: every follower
-        # then counted as missed although the class followed as soon as the run came. Wait for the run instead.
+    if teacher.s.link == link:
+        # every change of a lesson changes the teacher's link; still the old one means the teacher's own run had
+        # not started within DROPPED_SECONDS (a busy machine: the suite's browsers beside it) and the client went
+        # on: the followers had written the old link before `sent`, so all would count as missed although the
+        # class follows as soon as the run comes. Wait for the run instead.
         if await wait_for(lambda: teacher.s.link != link, timeout):
             done = time.monotonic()
     want = params(teacher.s.link)
