@@ -191,12 +191,13 @@ class Student:
             async for data in self.ws:
                 msg = ForwardMsg()
                 msg.ParseFromString(data)
-                self._handle(msg)
+                self.handle(msg)
         finally:
             if self.done is not None and not self.done.done():
                 self.done.set_exception(ConnectionError("websocket closed"))
 
-    def _handle(self, msg) -> None:
+    def handle(self, msg) -> None:
+        """One message from the app (the reader task passes each; tests feed them by hand)."""
         kind = msg.WhichOneof("type")
         if kind == "ref_hash":
             msg = self.cache[msg.ref_hash]

@@ -60,12 +60,12 @@ def test_a_run_started_late_does_not_end_the_run_asked_for_now():
         await asyncio.sleep(0.01)
         for msg in (_began("tick-run", ["tick-fragment"]), _link("step=1"),      # a tick asked for earlier
                     _ended("tick-run", ["tick-fragment"], FRAGMENT)):
-            s._handle(msg)
+            s.handle(msg)
         await asyncio.sleep(0.05)
         early = asked.done()
-        s._handle(_began("next-run", ["next-fragment"]))
-        s._handle(_link("step=2"))
-        s._handle(_ended("next-run", ["next-fragment"], FRAGMENT))
+        s.handle(_began("next-run", ["next-fragment"]))
+        s.handle(_link("step=2"))
+        s.handle(_ended("next-run", ["next-fragment"], FRAGMENT))
         run = await asyncio.wait_for(asked, 2)
         forever.set()
         return early, run, s.link, "kept" in s.widgets, s.whole_runs
@@ -81,13 +81,13 @@ def test_a_fragment_that_reruns_the_page_ends_with_the_pages_run_and_a_whole_run
         s.widgets["old"] = ("id", None)
         asked = asyncio.create_task(s.rerun("bell", fragment="bell-fragment"))
         await asyncio.sleep(0.01)
-        s._handle(_began("bell-run", ["bell-fragment"]))
-        s._handle(_ended("bell-run", ["bell-fragment"], EARLY))      # st.rerun(scope="app")
+        s.handle(_began("bell-run", ["bell-fragment"]))
+        s.handle(_ended("bell-run", ["bell-fragment"], EARLY))      # st.rerun(scope="app")
         await asyncio.sleep(0.05)
         early = asked.done()
-        s._handle(_began("page-run", []))
+        s.handle(_began("page-run", []))
         cleared = "old" not in s.widgets
-        s._handle(_ended("page-run", [], WHOLE))
+        s.handle(_ended("page-run", [], WHOLE))
         run = await asyncio.wait_for(asked, 2)
         forever.set()
         return early, cleared, run, s.whole_runs
@@ -103,7 +103,7 @@ def test_a_run_never_started_is_counted_dropped(monkeypatch):
         s, forever = await _student()
         asked = asyncio.create_task(s.rerun("tick", fragment="gone-fragment"))
         await asyncio.sleep(0.01)
-        s._handle(_began("other-run", ["other-fragment"]))            # another fragment's run, not this one
+        s.handle(_began("other-run", ["other-fragment"]))            # another fragment's run, not this one
         run = await asyncio.wait_for(asked, 2)
         forever.set()
         return run
