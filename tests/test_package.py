@@ -83,10 +83,12 @@ def test_installed_away_from_the_checkout_it_translates_with_the_shipped_model(w
     """A fresh virtual environment (its dependencies borrowed from this one's site-packages, whose
     editable install of the checkout is not read), run from an empty directory."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     lib = next((venv / "lib").glob("python3*")) / "site-packages"
     (lib / "deps.pth").write_text(site.getsitepackages()[0] + "\n")
-    subprocess.run([venv / "bin" / "pip", "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True)
+    # this environment's pip installs into it (--python): no pip of its own to set up, nothing compiled ahead
+    subprocess.run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps",
+                    "--no-compile", str(wheel)], check=True, capture_output=True)
     env = {k: v for k, v in os.environ.items() if k != places.ENV} | {"XDG_DATA_HOME": str(tmp_path / "data")}
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()

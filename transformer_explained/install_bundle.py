@@ -162,8 +162,11 @@ def pip_environment() -> dict[str, str]:
 def install_wheels(bundle: Path, manifest: dict, env: Path) -> None:
     wheels = bundle / "wheels"
     pip = wheels / manifest["pip_wheel"] / "pip"          # pip runs from its wheel: no ensurepip needed
+    # --no-compile: pip would compile every module of every wheel (torch's thousands) to bytecode, 20 of the
+    # 35 s an install takes here; Python compiles the modules the app imports on its first start instead
+    # (BENCHMARKS.md, the offline bundle)
     command = [str(python_of(env)), "-I", str(pip), "install", "--no-index", "--find-links", str(wheels),
-               "--no-cache-dir", "--quiet", "--no-warn-script-location", *manifest["requirements"]]
+               "--no-cache-dir", "--no-compile", "--quiet", "--no-warn-script-location", *manifest["requirements"]]
     done = subprocess.run(command, env=pip_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True)
     if done.returncode != 0:
