@@ -3,12 +3,10 @@
 The teacher presses "Start a class" in the sidebar: a code, a join link (`?class=CODE`) and its QR
 code to project, and a teacher link (with the secret) to keep. At the end of every teacher run the
 page and its link parameters (exactly what app/links.py writes into the address bar) are published.
-A student who opens the join link, or types the code, follows: a small fragment checks the class
-when the class bell rings (app/bell.py: the browser is told when the class changes) and every
-FOLLOW_SECONDS anyway; a newer view is applied at the start of the next run (every linked setting
-set to the teacher's value or its default, the decoding step, the page) and the whole page reruns.
-On the step page the bell rings in the step-through's own fragment instead (follow_here), which applies
-a new step by itself: the teacher's Next reruns that fragment alone on every student's page.
+A student who opens the join link, or types the code, follows: a small fragment checks the class when the class
+bell rings (app/bell.py) and every FOLLOW_SECONDS anyway; a newer view is applied at the start of the next run (every
+linked setting, the decoding step, the page) and the whole page reruns. On the step page the bell rings in the
+step-through's fragment instead (follow_here), which applies a new step by itself, once its run ends.
 A student who changes anything themselves has left (said, with "Follow the teacher again").
 
 Roles: only a session that holds the secret publishes; a student's session never sees it. Faults:
@@ -49,6 +47,7 @@ class Membership:
     student: str = field(default_factory=lambda: secrets.token_hex(6))
     following: bool = True
     applied: int = 0                         # the class view's version applied last
+    drawing: int | None = None               # a version a fragment's run applies: applied once that run ends
     seen: int = 0                            # the class view's version the last check saw
     bell: str = ""                           # the class's bell token (app/bell.py), a student's
     pending: View | None = None              # to apply at the start of the next run
@@ -146,14 +145,15 @@ def apply_pending(site: Site) -> str | None:
     return view.page
 
 
-def _step_to(m: Membership, view: View) -> None:
-    """The view's step for the step-through's cursor (applied when it next draws), and the view as applied."""
+def _step_to(m: Membership, view: View, now: bool = True) -> None:
+    """The view's step for the step-through's cursor, and the view applied: now, or as this run ends (end_of_run)."""
     cursor = state.cursor()
     cursor.pending, cursor.playing = links.linked_step(view.params) or 0, False
-    m.applied, m.baseline = view.version, (view.page, dict(view.params))
+    m.applied, m.drawing = (view.version, None) if now else (m.applied, view.version)
+    m.baseline = (view.page, dict(view.params))
 
 
-def _watch(m: Membership) -> None:
+def watch(m: Membership) -> None:
     """A follower's check (the bell rang, or FOLLOW_SECONDS passed): a newer view reruns the whole page."""
     s = store()
     try:
@@ -213,6 +213,8 @@ def end_of_run(site: Site, completed: bool = True) -> None:
     the address bar written, and the class told (a teacher's view published; a follower's own change
     noticed). A run cut short (st.rerun, st.switch_page) only writes the address bar."""
     params = links.publish(site, link_params())
+    if completed and (m := membership()) is not None and m.drawing is not None:   # follow_here's view is drawn
+        m.applied, m.drawing = m.drawing, None
     if completed and params is not None:
         after_run(state.held(state.PAGE), params)
 
@@ -334,7 +336,7 @@ def _student_panel(m: Membership) -> None:
 def follower_tick(m: Membership) -> None:
     """Drawn once per run (in the main area, app/polls.py): a follower's check of the class, and the bell
     that runs it again as soon as the class changes (unless the page's own fragment hears it: follow_here)."""
-    _watch(m)
+    watch(m)
     if m.bell and not _page_hears(m):
         bell.listen(m.code, m.bell, m.seen)
 
@@ -362,14 +364,14 @@ def follow_here() -> None:
         return
     try:
         view = store().view(m.code)
-    except (ClassGone, StoreDown):               # said by the whole page's check (follower_tick, in _watch)
+    except (ClassGone, StoreDown):               # said by the whole page's check (follower_tick, in watch)
         st.rerun(scope="app")
     m.seen = view.version
     if view.version != m.applied:
         if not followed_in_page(m.baseline, m.poll, view):
             m.pending = view
             st.rerun(scope="app")
-        _step_to(m, view)
+        _step_to(m, view, now=False)      # a run that fails before its end: follower_tick reruns the page
     bell.listen(m.code, m.bell, m.seen)
 
 

@@ -390,3 +390,52 @@ def test_the_address_is_haproxys_word_behind_the_launcher_and_the_connections_wi
     assert limits.address() == "10.1.2.3"
     monkeypatch.setattr(limits.resources, "config", lambda: ServingConfig(proxied=False))
     assert limits.address() == "127.0.0.1"              # a browser's own X-Forwarded-For is not believed
+
+
+def test_a_step_followed_in_the_fragment_counts_as_applied_only_once_its_run_ends(monkeypatch):
+    """app/classroom.follow_here: the teacher's next step is applied when the step-through's fragment run that
+    draws it ends (end_of_run). A run that fails on the way leaves it unapplied, so the follower's own check
+    (follower_tick, every 2 s) reruns the whole page with it: CI once saw a student whose step failed to draw stay
+    on the step before for good (test_serve's step-page test, session 32)."""
+    from app import classroom, links, state
+    from serving.class_store import View
+
+    class Rerun(Exception):
+        pass
+
+    class Store:
+        version = 6
+
+        def view(self, code):
+            return View(self.version, "step", {"text": "a dog runs", "step": str(self.version - 4)}, None)
+
+        def check_in(self, code, student):
+            pass
+
+    m = classroom.Membership("CODE", bell="token", applied=5, seen=5,
+                             baseline=("step", {"text": "a dog runs", "step": "1"}))
+    cursor = state.StepCursor()
+    monkeypatch.setattr(classroom, "membership", lambda: m)
+    monkeypatch.setattr(classroom, "store", Store)
+    monkeypatch.setattr(classroom.state, "held", lambda name: "step" if name == state.PAGE else None)
+    monkeypatch.setattr(classroom.state, "cursor", lambda: cursor)
+    monkeypatch.setattr(classroom.bell, "listen", lambda *a: None)
+    monkeypatch.setattr(links, "publish", lambda site, extra=None: None)
+
+    def rerun(scope="app"):
+        raise Rerun(scope)
+    monkeypatch.setattr(classroom.st, "rerun", rerun)
+
+    classroom.follow_here()                               # the bell rang: step 2, drawn by this fragment's run
+    assert cursor.pending == 2 and m.seen == 6 and (m.applied, m.drawing) == (5, 6)
+    classroom.end_of_run(None)                            # ...which ended: applied
+    assert (m.applied, m.drawing) == (6, None)
+    classroom.watch(m)                                    # the 2-s check finds nothing to do
+    assert m.pending is None
+
+    Store.version = 7
+    classroom.follow_here()                               # step 3: its run fails before its end
+    assert (m.applied, m.drawing) == (6, 7)
+    with pytest.raises(Rerun):                            # the 2-s check reruns the whole page with it
+        classroom.watch(m)
+    assert m.pending is not None and m.pending.version == 7

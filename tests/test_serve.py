@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
 
 import psutil
@@ -89,7 +90,7 @@ def proxy(app_checkpoints):
     port, first = free_port(), free_port()
     env = {**os.environ, "TRANSFORMER_CHECKPOINTS": str(app_checkpoints)}
     launcher = subprocess.Popen([sys.executable, "-m", "serving.launcher", "--bind", f"127.0.0.1:{port}",
-                                 "--processes", "2", "--first-port", str(first), "--quiet"], cwd=ROOT, env=env,
+                                 "--processes", "2", "--first-port", str(first)], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     wait_healthy(url, launcher)
@@ -98,6 +99,14 @@ def proxy(app_checkpoints):
     yield url, (first, first + 1)
     launcher.send_signal(signal.SIGTERM)
     launcher.wait(timeout=30)
+
+
+def app_tracebacks(most: int = 80) -> str:
+    """The tracebacks the app processes printed (the launcher runs them without --quiet here), at most `most`
+    lines: a page that raised says "This app has encountered an error" and nothing more (showErrorDetails none)."""
+    lines = list(LAUNCHER_OUTPUT)
+    start = next((i for i, line in enumerate(lines) if line.startswith("Traceback")), len(lines))
+    return "".join(lines[start:start + most]) or "(no traceback in the app processes' output)"
 
 
 def get(url: str, path: str, cookies: dict[str, str]) -> dict[str, str]:
@@ -344,7 +353,11 @@ def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_s
             return places, before, after_next, [f.s.whole_runs for f in followers]
         finally:
             await end_class(teacher, followers, tasks)
+            errors.extend(e for x in (teacher, *followers) for e in x.errors)
+    errors: list[str] = []
     places, before, after_next, after_sentence = run_apart(lesson())
+    if errors:       # a student's page raised (and caught up by its own check): the app processes' log says where
+        warnings.warn(f"the app raised while the class followed: {errors}\n" + app_tracebacks(), stacklevel=1)
     assert all(bell == step and bell for bell, step in places), places      # the bell is in the step-through
     # six follows of Next: whole runs only where the student's own 2-s check happened to see the change first
     assert sum(after_next) - sum(before) < 3, (before, after_next)
