@@ -25,13 +25,13 @@ EARLY_FOR_RERUN = 2   # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 WHOLE_RUN_DONE = 0    # ... FINISHED_SUCCESSFULLY: a whole page's run (a fragment's alone ends otherwise)
 
 
-@functools.cache
 def _read_out(future: asyncio.Future) -> None:
     """Marks a future's exception read (a closed websocket ends the run asked for last, awaited or not)."""
     if not future.cancelled():
         future.exception()
 
 
+@functools.cache
 def _pb():
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ClientState_pb2 import ClientState, ContextInfo
