@@ -448,8 +448,14 @@ def main(argv: list[str] | None = None) -> int:
     launcher = Launcher(args)
     signal.signal(signal.SIGTERM, launcher.stop)
     signal.signal(signal.SIGINT, launcher.stop)
-    launcher.start()
+    return serve(launcher)
+
+
+def serve(launcher: Launcher) -> int:
+    """Start, watch, and stop whatever was started however it ends: a SIGTERM that lands while a process is
+    being started (after its exec, before the launcher holds it) finds nothing to stop; this last stop() does."""
     try:
+        launcher.start()
         launcher.watch()
     finally:
         launcher.stop()

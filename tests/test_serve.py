@@ -442,3 +442,32 @@ def test_a_port_already_answering_stops_the_launcher_with_one_line(app_checkpoin
     assert done.returncode == 2, done.stderr
     said = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(said) == 1 and f"port {taken} already in use" in said[0], done.stderr
+
+
+def test_a_sigterm_between_an_app_process_s_start_and_its_record_still_stops_it(monkeypatch):
+    """CI (stop 60) once found an app process left after a SIGTERM that came while it started: the signal's stop()
+    ran after the process was exec'd but before the launcher held it, so it stopped nothing. The signal is
+    delivered at exactly that moment here (a stand-in app process, no HAProxy, no Redis of our own)."""
+    from serving import launcher
+    monkeypatch.setenv("TRANSFORMER_LAB_OWNED", "0")
+    monkeypatch.setattr(launcher, "app_command", lambda port, address="127.0.0.1": [sys.executable, "-c",
+                                                                                     "import time; time.sleep(120)"])
+    args = launcher.parse(["--bind", f"127.0.0.1:{free_port()}", "--no-proxy", "--no-warmup", "--quiet",
+                           "--redis", "redis://127.0.0.1:1/0"])
+    server = launcher.Launcher(args)
+    started: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signalled(*a, **kw) -> subprocess.Popen:
+        started.append(real_popen(*a, **kw))
+        server.stop()                                   # what the SIGTERM handler runs, at this very moment
+        return started[-1]
+    monkeypatch.setattr(launcher.subprocess, "Popen", popen_then_signalled)
+    try:
+        with pytest.raises(SystemExit) as ended:
+            launcher.serve(server)
+        assert ended.value.code in (0, None)
+        assert len(started) == 1 and started[0].poll() is not None, "the app process outlived its launcher"
+    finally:
+        for proc in started:
+            proc.kill()
