@@ -24,10 +24,11 @@ from app import state
 from app.settings import SidebarChoices
 from app.ui import described
 from figures import describe
-from figures.browser import attention_charts
+from figures.browser import attention_charts, numbers_ref
 
 SCRIPT = Path(figures.__file__).with_name("attention_charts.mjs")       # package data of figures/
 
+KEPT_ON_SERVER = 6         # names of numbers the browser holds, by this session's count: fewer than it keeps (8)
 SINGLE = "single"          # the one-head chart's key: its element, and where Streamlit keeps its `pick`
 _component = st.components.v2.component("transformer_explained.attention_charts", js=SCRIPT.read_text(),
                                          isolate_styles=False)    # plotly's own styles live in the document
@@ -59,6 +60,7 @@ def draw(
     data = attention_charts(attn, rows, cols, layer, head, words["title"], words["row_title"], words["col_title"],
                             settings.display, highlight_row)
     data.update(plotly=plotly_module(), image_format=settings.image_format)
+    numbers, named = _sent_once(data.pop("numbers"))
     n_heads = attn.shape[1]
 
     def picked() -> None:
@@ -67,15 +69,35 @@ def draw(
             on_pick(*divmod(index, n_heads))
 
     grid, single = where
-    with grid:
-        _component(key="grid", data={**data, "chart": "grid"})
+    with grid:     # data in a list: Streamlit looks through a dict's values for data frames, every run
+        _component(key="grid", data=[{**data, "chart": "grid", "numbers": numbers}], on_missing_change=_resend)
     _described(grid, describe.heatmaps_sentence(words["title"], attn[0, 0], attn.shape[0] * n_heads),
                attn[0, 0], None, None, settings)
     with single:
-        _component(key=SINGLE, data={**data, "chart": SINGLE}, on_pick_change=picked)
+        _component(key=SINGLE, data=[{**data, "chart": SINGLE, "numbers": named}], on_pick_change=picked,
+                   on_missing_change=_resend)
     shown, labels = data["names"][layer * n_heads + head], (data["rows"], data["cols"])   # as the axes write them
     _described(single, describe.heatmaps_sentence(shown, attn[layer, head], 1, *labels), attn[layer, head], *labels,
                settings)
+
+
+def _sent_once(numbers: dict) -> tuple[dict, dict]:
+    """What the grid and the one-head chart are sent of packed numbers: the grid the numbers with their name the
+    first time this session's browser gets them, else (and the one-head chart always) only their name and shape;
+    the browser keeps the last 8 by name (KEPT in figures/attention_charts.mjs). A layer or head change
+    then sends no numbers (they were 2 x ~50 KB through JSON, hashing and the socket on every run). A browser
+    that lacks a name it is sent (a page drawn anew, a run it never drew) says so (`missing`): the next run
+    sends the numbers again."""
+    ref = numbers_ref(numbers)
+    sent = state.held(state.CHARTS_SENT) or []
+    named = {"ref": ref, "shape": numbers["shape"]}
+    state.hold(state.CHARTS_SENT, [*(r for r in sent if r != ref), ref][-KEPT_ON_SERVER:])
+    return (named if ref in sent else {**numbers, "ref": ref}), named
+
+
+def _resend() -> None:
+    """The browser lacks numbers it was sent by name: send them all again."""
+    state.hold(state.CHARTS_SENT, [])
 
 
 def _described(where: DeltaGenerator, sentence: str, z: np.ndarray, rows: list[str] | None, cols: list[str] | None,

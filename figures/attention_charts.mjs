@@ -36,6 +36,42 @@ export function unpack(numbers) {
   return values;
 }
 
+// Numbers by name (app/attention_charts.py sends numbers once per browser, later only their name and shape): the
+// last KEPT received, on the window (every chart of the page reads them). numbersFor(n) gives n's weights: n's own
+// when it carries them (kept), else the kept ones of its name, or those of a chart of the same run that carries
+// them and is drawn a moment later; after WAIT_MS without them, null (the server is told, and sends them again).
+export const KEPT = 8;
+const WAIT_MS = 3000;
+const ASKED_MS = 60_000;                   // once asked for again
+
+export function numbersFor(numbers, store = window, waitMs = WAIT_MS) {
+  const kept = (store.__attentionNumbers ||= new Map());
+  const waiting = (store.__attentionWaiting ||= new Map());
+  if (numbers.u16) {
+    const values = unpack(numbers);
+    kept.delete(numbers.ref);
+    kept.set(numbers.ref, values);
+    while (kept.size > KEPT) kept.delete(kept.keys().next().value);
+    for (const resolve of waiting.get(numbers.ref) || []) resolve(values);
+    waiting.delete(numbers.ref);
+    return Promise.resolve(values);
+  }
+  if (kept.has(numbers.ref)) {
+    const values = kept.get(numbers.ref);
+    kept.delete(numbers.ref);
+    kept.set(numbers.ref, values);                         // the most recently used is kept longest
+    return Promise.resolve(values);
+  }
+  return new Promise((resolve) => {
+    waiting.set(numbers.ref, [...(waiting.get(numbers.ref) || []), resolve]);
+    setTimeout(() => {
+      const left = (waiting.get(numbers.ref) || []).filter((r) => r !== resolve);
+      if (left.length) waiting.set(numbers.ref, left); else waiting.delete(numbers.ref);
+      resolve(null);
+    }, waitMs);
+  });
+}
+
 // The (tq, tk) matrix of cell k (row-major over the leading axes) as rows of plain numbers.
 function matrix(values, k, tq, tk) {
   const out = [];
@@ -172,7 +208,8 @@ function waitFor(get, ms) {
 // data (Plotly.react: only what changed); the one-head chart's menu tells the server which head it shows ("pick").
 // Streamlit calls this again on every run that draws the element; what is drawn lives on the element.
 export default function (component) {
-  const { data, setTriggerValue, parentElement: host } = component;
+  const { setTriggerValue, parentElement: host } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : component.data;
   let view = host.__attention;
   if (!view) {
     const div = document.createElement("div");
@@ -190,9 +227,16 @@ export default function (component) {
   view.tell = setTriggerValue;
   view.data = data;
   view.div.dataset.state = "drawing";                      // "drawn" once this data is on the screen (tests wait on it)
-  plotly(data.plotly).then((Plotly) => {
+  Promise.all([plotly(data.plotly), numbersFor(data.numbers)]).then(([Plotly, values]) => {
+    if (view.data !== data || values !== null) return [Plotly, values];
+    // sent by name, not held here: ask the server, whose next run sends them (with the grid: this chart's data
+    // may be the same then, and not handed to it again), and draw when they come
+    view.div.dataset.state = "missing";
+    view.tell("missing", data.numbers.ref);
+    return numbersFor(data.numbers, window, ASKED_MS).then((later) => [Plotly, later]);
+  }).then(([Plotly, values]) => {
     if (view.data !== data) return;                        // a newer run's data came meanwhile: it draws
-    const values = unpack(data.numbers);
+    if (values === null) throw new Error("its numbers did not come");
     const fig = data.chart === "grid" ? gridFigure(data, values) : headsFigure(data, values);
     view.width = view.div.clientWidth || undefined;
     const config = { displaylogo: false, displayModeBar: "hover", responsive: false,

@@ -11,6 +11,7 @@ Pure functions: arrays and words in, plain JSON-able dicts out.
 from __future__ import annotations
 
 import base64
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +28,14 @@ def packed(values: np.ndarray) -> dict:
     values = np.asarray(values, dtype=np.float64)
     fixed = np.rint(np.clip(values, 0.0, 1.0) * STEPS).astype("<u2")
     return {"shape": list(values.shape), "u16": base64.b64encode(fixed.tobytes()).decode()}
+
+
+def numbers_ref(numbers: dict) -> str:
+    """A name for packed numbers that changes when they do: a browser that holds them already is sent this
+    name instead of them again (app/attention_charts.py)."""
+    digest = hashlib.blake2b(numbers["u16"].encode(), digest_size=12)
+    digest.update(repr(numbers["shape"]).encode())
+    return digest.hexdigest()
 
 
 def unpacked(numbers: dict) -> np.ndarray:

@@ -13,6 +13,7 @@ from goes, and a process holds what its students are looking at, not the whole l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections import OrderedDict
@@ -107,6 +108,16 @@ def tensor_bytes(obj: Any) -> int:
             todo.extend(o.values())
         elif isinstance(o, list | tuple | set | frozenset):
             todo.extend(o)
-        elif dataclasses.is_dataclass(o) and not isinstance(o, type):
-            todo.extend(getattr(o, f.name) for f in dataclasses.fields(o))
+        elif not isinstance(o, _LEAVES):
+            todo.extend(getattr(o, name) for name in _field_names(type(o)))
     return sum(held.values())
+
+
+_LEAVES = (str, int, float, bool, type(None), bytes)      # hold no tensor: not looked into
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names (none for any other class), looked up once per class: a decoded sentence's
+    step records are thousands of small dataclasses, and `dataclasses.fields` on each was ~5 % of a first page."""
+    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else ()

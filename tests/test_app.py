@@ -46,7 +46,8 @@ def drawn(at) -> dict[str, dict]:
     found = {}
     for el in at.get("bidi_component"):
         if el.proto.component_name.endswith("attention_charts"):
-            found[el.proto.id.rsplit("-", 1)[-1]] = json.loads(el.proto.json)
+            data = json.loads(el.proto.json)
+            found[el.proto.id.rsplit("-", 1)[-1]] = data[0] if isinstance(data, list) else data
     return found
 
 
@@ -54,12 +55,13 @@ def test_explore_view_shapes_and_rows(at):
     assert set(charts(at)) == set()                         # the averages' expander is closed: not drawn
     grid, single = drawn(at)["grid"], drawn(at)["single"]
     assert grid["chart"] == "grid" and single["chart"] == "single"
-    attn = unpacked(single["numbers"])                      # (L, H, Tq, Tk)
+    attn = unpacked(grid["numbers"])                        # (L, H, Tq, Tk): sent once, with the grid
     rows, cols = single["rows"], single["cols"]
     assert attn.shape == (2, 4, len(rows), len(cols))        # layers x heads of the tiny model
     assert rows[0] == "&lt;s&gt;" and cols[-1] == "&lt;/s&gt;"   # cross: target rows, source columns
     assert np.allclose(attn.sum(axis=-1), 1, atol=1e-3)
-    assert np.array_equal(unpacked(grid["numbers"]), attn) and (single["layer"], single["head"]) == (0, 0)
+    assert single["numbers"] == {"ref": grid["numbers"]["ref"], "shape": list(attn.shape)}   # by name only
+    assert (single["layer"], single["head"]) == (0, 0)
     at.session_state["explore_averages"] = True              # opened
     at.run()
     assert set(charts(at)) == {"mean"}
@@ -70,8 +72,9 @@ def test_the_pickers_choose_what_the_browser_shows(at):
     at.selectbox(key="layer").set_value(1).run()
     at.selectbox(key="head").set_value(3).run()
     assert not at.exception
-    single = drawn(at)["single"]
+    single, grid = drawn(at)["single"], drawn(at)["grid"]
     assert (single["layer"], single["head"]) == (1, 3) and single["names"][1 * 4 + 3] == "layer 1, head 3"
+    assert set(grid["numbers"]) == {"ref", "shape"}       # the browser holds the numbers: not sent again
     at.radio(key="image_format").set_value("svg").run()                # the camera icon downloads SVG
     assert {d["image_format"] for d in drawn(at).values()} == {"svg"}
 
@@ -80,11 +83,11 @@ def test_the_pickers_choose_what_the_browser_shows(at):
 def test_other_kinds(at, kind):
     at.radio(key="kind").set_value(kind).run()
     assert not at.exception
-    single = drawn(at)["single"]
-    attn = unpacked(single["numbers"])
+    single, grid = drawn(at)["single"], drawn(at)["grid"]
+    attn = unpacked(grid["numbers"])                                  # another kind: new numbers, sent
     rows, cols = single["rows"], single["cols"]
     assert attn.shape[2:] == (len(rows), len(cols))
-    assert unpacked(drawn(at)["grid"]["numbers"]).shape == attn.shape     # the grid follows the kind
+    assert single["numbers"] == {"ref": grid["numbers"]["ref"], "shape": list(attn.shape)}
     if kind == "decoder_self":
         assert np.allclose(np.triu(attn, 1), 0) and rows == cols
     else:

@@ -137,3 +137,50 @@ def test_streamlits_own_plotly_module_is_found():
     import streamlit
     chunk = Path(streamlit.__file__).parent / "static" / "static" / "js" / name
     assert "window.Plotly=" in chunk.read_text(errors="replace")
+
+
+NAMED = """
+import { numbersFor, KEPT } from "%s";
+const d = JSON.parse(process.argv[1]);
+const store = {};
+const full = (i) => ({ ...d.numbers[i], ref: `n${i}` });
+const named = (i) => ({ ref: `n${i}`, shape: d.numbers[i].shape });
+const sum = (v) => (v === null ? null : Math.round(Array.from(v).reduce((a, b) => a + b, 0) * 1000) / 1000);
+const out = {};
+out.kept = sum(await numbersFor(full(0), store, 50));
+out.byName = sum(await numbersFor(named(0), store, 50));
+const early = numbersFor(named(1), store, 2000);          // drawn before the chart that carries them
+await numbersFor(full(1), store, 50);
+out.early = sum(await early);
+out.unknown = sum(await numbersFor(named(2), store, 50));
+for (let i = 3; i < 3 + KEPT; i++) await numbersFor(full(i), store, 50);
+out.evicted = [sum(await numbersFor(named(0), store, 50)), sum(await numbersFor(named(1), store, 50))];
+out.kept_count = store.__attentionNumbers.size;
+out.waiting_left = store.__attentionWaiting.size;
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed (the Makefile's axe-core needs it too)")
+def test_numbers_sent_once_are_found_by_name_and_a_missing_name_says_so():
+    """The explorer sends a sentence's numbers to the browser once and then only their name
+    (app/attention_charts.py): the browser finds them by name, also when the chart that carries them is drawn
+    after the one that names them; a name it does not hold (never sent, or pushed out by KEPT newer ones)
+    gives null, which makes the chart ask the server for them again."""
+    sets = [attention((1, 2, 3, 3), seed=i) for i in range(12)]
+    numbers = [packed(a) for a in sets]
+    done = subprocess.run([NODE, "--input-type=module", "-e", NAMED % SCRIPT.as_uri(), json.dumps({"numbers": numbers})],
+                          capture_output=True, text=True, timeout=60, check=True)
+    out = json.loads(done.stdout)
+    total = [round(float(unpacked(n).sum()), 3) for n in numbers]
+    assert out["kept"] == out["byName"] == total[0] and out["early"] == total[1]
+    assert out["unknown"] is None and out["waiting_left"] == 0
+    assert out["evicted"] == [None, None] and out["kept_count"] == 8
+
+
+def test_the_numbers_name_follows_their_content_and_shape():
+    from figures.browser import numbers_ref
+    a = attention((1, 2, 3, 4))
+    assert numbers_ref(packed(a)) == numbers_ref(packed(a.copy()))
+    assert numbers_ref(packed(a)) != numbers_ref(packed(attention((1, 2, 3, 4), seed=5)))
+    assert numbers_ref(packed(a)) != numbers_ref(packed(a.reshape(1, 2, 4, 3)))

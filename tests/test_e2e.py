@@ -3,6 +3,8 @@ the charts, step a beam search to its end, compare with `python -m model.transla
 Screenshots of each view go to test-artifacts/."""
 from __future__ import annotations
 
+import csv
+import io
 import re
 import subprocess
 import sys
@@ -55,6 +57,16 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     no_errors(page)
     shown = page.locator(".st-key-translation h3").first.inner_text().strip()
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
+    with page.expect_download(timeout=30_000) as download:        # the chosen head's numbers, written on the click
+        page.get_by_role("button", name=re.compile(r"Download cross-layer0-head0\.csv")).click()
+    rows = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
+    assert download.value.suggested_filename == "cross-layer0-head0.csv" and len(rows) > 2
+    assert all(abs(sum(float(v) for v in row[1:]) - 1) < 1e-3 for row in rows[1:])     # each query's row sums to 1
+    # a head change sends the numbers by name only; a browser that lost them asks for them and gets them again
+    page.evaluate("() => window.__attentionNumbers.clear()")
+    choose(page, "head", "1")
+    page.wait_for_function(ALL_DRAWN, timeout=30_000)
+    assert "layer 0, head 1" in page.locator(".attention-chart .gtitle").last.text_content()
 
     page.get_by_text("Step through decoding").click()
     settle(page)

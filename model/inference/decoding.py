@@ -251,20 +251,29 @@ def _advance(s: _Sentence, cands: list[Candidate], opts: DecodeOptions, eos_id: 
 
 
 def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, opts: DecodeOptions,
-            trace: Trace | None, rows: slice) -> None:
-    probs = log_probs.exp()
+            newest: tuple[Tensor, Tensor] | None, rows: slice) -> None:
+    """The step's record of sentence s: its live hypotheses (their rows of log_probs (n, V)) with their most
+    likely next tokens and, from `newest` (_newest_rows), the attention of their new position."""
+    top = log_probs.exp().topk(min(opts.record_top_k, log_probs.size(1)), dim=-1)        # (n, k) each
+    top_ids, top_probs = top.indices.tolist(), top.values.tolist()
     hyps = []
     for i, h in enumerate(s.live):
-        top = probs[i].topk(min(opts.record_top_k, probs.size(1)))
         self_row = cross_row = None
-        if trace is not None and trace.has_decoder():
-            # the newest query position: the only one when cached, the last one when recomputed
-            self_row = trace.attention("decoder_self")[:, rows.start + i, :, -1].clone()      # (L, H, t+1)
-            cross_row = trace.attention("cross")[:, rows.start + i, :, -1, : s.src_len].clone()  # (L, H, S)
+        if newest is not None:
+            self_row = newest[0][:, rows.start + i].clone()                                 # (L, H, t+1)
+            cross_row = newest[1][:, rows.start + i, :, : s.src_len].clone()                # (L, H, S)
         hyps.append(HypothesisRecord(i, s.parents[i], list(h.tokens), h.log_prob,
                                      opts.normalise(h.log_prob, max(len(h.tokens) - 1, 1)),
-                                     list(zip(top.indices.tolist(), top.values.tolist())), self_row, cross_row))
+                                     list(zip(top_ids[i], top_probs[i])), self_row, cross_row))
     s.steps.append(StepRecord(step, hyps, cands))
+
+
+def _newest_rows(trace: Trace | None) -> tuple[Tensor, Tensor] | None:
+    """The attention of every row's newest query position (the only one when cached, the last one when
+    recomputed), stacked over layers once a step: self (L, R, H, t+1), cross (L, R, H, S)."""
+    if trace is None or not trace.has_decoder():
+        return None
+    return trace.attention("decoder_self")[..., -1, :], trace.attention("cross")[..., -1, :]
 
 
 def output_log_probs(model: Transformer, hidden: Tensor, trace: Trace | None = None) -> Tensor:
@@ -289,6 +298,7 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
     forced = step < len(opts.prefix)
     select = _forced_select(opts.prefix[step]) if forced else SELECTORS[opts.method]
     keep, row = [], 0
+    newest = _newest_rows(trace) if opts.record_steps else None
     for s in sentences:
         if s.done:
             continue
@@ -298,7 +308,7 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
             rows = block_repeats(rows, [h.tokens[1:] for h in s.live], opts.no_repeat_ngram)
         cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator)
         if opts.record_steps:
-            _record(s, step, cands, rows, opts, trace, slice(row, row + n))
+            _record(s, step, cands, rows, opts, newest, slice(row, row + n))
         keep += [row + p for p in _advance(s, cands, opts, eos_id, step)]
         row += n
     return keep
