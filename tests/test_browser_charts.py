@@ -169,7 +169,8 @@ def test_numbers_sent_once_are_found_by_name_and_a_missing_name_says_so():
     gives null, which makes the chart ask the server for them again."""
     sets = [attention((1, 2, 3, 3), seed=i) for i in range(12)]
     numbers = [packed(a) for a in sets]
-    done = subprocess.run([NODE, "--input-type=module", "-e", NAMED % SCRIPT.as_uri(), json.dumps({"numbers": numbers})],
+    script = NAMED % SCRIPT.as_uri()
+    done = subprocess.run([NODE, "--input-type=module", "-e", script, json.dumps({"numbers": numbers})],
                           capture_output=True, text=True, timeout=60, check=True)
     out = json.loads(done.stdout)
     total = [round(float(unpacked(n).sum()), 3) for n in numbers]
