@@ -1,6 +1,7 @@
 """The explorer's two big charts, drawn in the browser: the grid of every layer × head and the one-head chart.
 
-The server sends one kind's attention as compact numbers (figures/browser.py) and builds no plotly figure; a small
+The server sends one kind's attention as compact numbers (figures/browser.py), once per browser (later runs send
+their name: `_sent_once`), and builds no plotly figure; a small
 Streamlit component (components v2: JavaScript in the page, no iframe) builds both figures with plotly.js
 (figures/attention_charts.mjs) and redraws only what changed when a picker changes. The one-head chart's menu
 shows another head at once, in the browser, and tells the server (`pick`), which makes it the chosen layer and head

@@ -2,10 +2,11 @@
 × head (`attention_grid`) and the one-head chart with its head menu (`attention_heads`) of one attention kind,
 as compact numbers and the words around them.
 
-The server sends a sentence's attention once per page run as 16-bit fixed-point numbers (a weight w in [0, 1]
-as round(w · 65535): off by at most 7.7e-6, under the hover's four decimals), about a third of the float32
-figure JSON of the two charts, and builds no plotly figure at all: the browser builds both (the same figures,
-tests/test_browser_charts.py compares them with the Python builders) and switches heads without the server.
+The server sends a sentence's attention once (later runs only its name, `numbers_ref`) as 16-bit fixed-point
+numbers (a weight w in [0, 1] as round(w · 65535): off by at most 7.7e-6, under the hover's four decimals), about
+a third of the float32 figure JSON of the two charts, and builds no plotly figure at all: the browser builds both
+(the same figures, tests/test_browser_charts.py compares them with the Python builders) and switches heads without
+the server.
 Pure functions: arrays and words in, plain JSON-able dicts out.
 """
 from __future__ import annotations
