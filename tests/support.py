@@ -175,6 +175,25 @@ def settle(page, timeout: float = 60_000, started: bool = False) -> None:
     page.wait_for_timeout(150)
 
 
+def watch_connection(page) -> None:
+    """Note on the page when it loses its server (Streamlit's connection state leaves CONNECTED): what
+    `reconnected` waits for, installed before the server goes."""
+    page.evaluate("""() => {
+      const app = document.querySelector("[data-testid='stApp']");
+      window.__lostConnection = false;
+      new MutationObserver(() => {
+        if (app.dataset.testConnectionState !== 'CONNECTED') window.__lostConnection = true;
+      }).observe(app, {attributes: true, attributeFilter: ['data-test-connection-state']});
+    }""")
+
+
+def reconnected(page, timeout: float = 30_000) -> None:
+    """Wait until a page that lost its server (`watch_connection`) is connected again (to a live one)."""
+    page.wait_for_function("""() => window.__lostConnection &&
+      document.querySelector("[data-testid='stApp']").dataset.testConnectionState === 'CONNECTED'""",
+                           timeout=timeout)
+
+
 def go_to(page, title: str, slug: str) -> None:
     """Click a page in the menu and wait for it; click again if a busy page let the click pass."""
     for _ in range(2):

@@ -24,7 +24,18 @@ import pytest
 
 from serving.launcher import COOKIE, Backend, haproxy_config
 from serving.protocol import Student, http_get
-from tests.support import CHROMIUM, ROOT, choose, free_port, run_apart, settle, shown_value, wait_healthy
+from tests.support import (
+    CHROMIUM,
+    ROOT,
+    choose,
+    free_port,
+    reconnected,
+    run_apart,
+    settle,
+    shown_value,
+    wait_healthy,
+    watch_connection,
+)
 
 HAPROXY = shutil.which("haproxy")
 LAUNCHER_OUTPUT: list[str] = []      # what the launcher printed (read by a thread as it comes)
@@ -317,8 +328,9 @@ def test_a_class_follows_its_teacher_across_processes(proxy, browser):
     other_student.wait_for_timeout(1500)
     assert other_student.locator(".st-key-page-overview").count() == 1 and _sentence(other_student) != \
         "a woman sits on a red ball"
+    watch_connection(leaver)
     os.kill(_app_pid(ports[1]), signal.SIGKILL)          # the process of one student (app2) dies
-    leaver.wait_for_timeout(3000)                        # its page reconnects, through the proxy, to app1
+    reconnected(leaver)                                  # its page reconnects, through the proxy, to app1
     _type_sentence(teacher, "two dogs play in the snow")
     _gets_sentence(leaver, "two dogs play in the snow")   # ...and follows the class again, by itself
     assert "Following the teacher" in _sidebar(leaver)
@@ -375,8 +387,9 @@ def test_a_killed_process_s_students_get_their_page_back(proxy, browser):
     page.wait_for_selector(".st-key-page-masks", timeout=90_000)
     settle(page)
     server = next(c["value"] for c in context.cookies() if c["name"] == COOKIE)
+    watch_connection(page)
     os.kill(_app_pid(ports[0] if server == "app1" else ports[1]), signal.SIGKILL)
-    page.wait_for_timeout(3000)            # the page reconnects by itself, through the proxy, to a live process
+    reconnected(page)                      # the page reconnects by itself, through the proxy, to a live process
     choose(page, "layer", "0")             # its next action runs there, in a new session rebuilt from the link
     assert page.get_by_label("Sentence to translate", exact=False).input_value() == "the cat sits on a red ball"
     choose(page, "layer", "0")             # and the page answers from then on
