@@ -17,6 +17,7 @@ import plotly.io
 import streamlit as st
 import torch
 
+from app import process
 from figures import Display, shared
 from i18n import _
 from model.analysis import heads
@@ -87,33 +88,9 @@ def available_checkpoints() -> list[Path]:
     return places.find_in(config().search)
 
 
-CONFIG_POLL_SECONDS = 5.0     # how often Streamlit looks at its config files (its own default: 0.2 s)
-
-
-@st.cache_resource(show_spinner=False)
-def _configure_process() -> bool:
-    # torch.set_num_interop_threads raises on a second call: once per process.
-    # The launcher sets TRANSFORMER_THREADS so that its processes share the cores.
-    torch.set_num_threads(config().threads)
-    slower_config_polling()
-    return True
-
-
-def slower_config_polling() -> bool:
-    """Streamlit 1.67 polls its config and secrets files five times a second in every app process, whatever
-    server.fileWatcherType says: 0.75 % of a core per idle process, ~6 % of a busy one's samples (BENCHMARKS.md,
-    session 33). A class's server never edits them: once every CONFIG_POLL_SECONDS. The period is a module
-    global read at each poll; False (nothing changed) where a Streamlit names it otherwise."""
-    from streamlit.watcher import polling_path_watcher
-    if not hasattr(polling_path_watcher, "_POLLING_PERIOD_SECS"):
-        return False
-    polling_path_watcher._POLLING_PERIOD_SECS = CONFIG_POLL_SECONDS
-    return True
-
-
 @st.cache_resource(show_spinner="Loading the model…", max_entries=24)   # bounded: students' lab models come and go
 def get_checkpoint(path: str) -> Checkpoint:
-    _configure_process()
+    process.configure(config().threads)
     ckpt = load_checkpoint(path)
     with torch.inference_mode():  # warm-up: the first user does not wait
         explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
@@ -387,7 +364,7 @@ def lab_scheduler() -> Scheduler:
     """The process's training-lab scheduler: at most $TRANSFORMER_LAB_SLOTS runs train at once
     (default one per two cores), the others queue. Under `make serve` the limit holds for the
     machine ($TRANSFORMER_LAB_LOCKS)."""
-    _configure_process()
+    process.configure(config().threads)
     cfg = config()
     machine = MachineSlots(cfg.lab_locks, cfg.lab_slots) if cfg.lab_locks else None
     return Scheduler(cfg.lab_slots, alive=session_alive, machine=machine,

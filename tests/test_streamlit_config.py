@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,25 +36,35 @@ def test_students_never_see_a_traceback(project_config):
     assert project_config.get_option("server.fileWatcherType") == "none"
 
 
-def test_streamlit_looks_at_its_config_files_once_every_few_seconds(tmp_path, monkeypatch):
+def test_streamlit_looks_at_its_config_files_once_every_few_seconds(tmp_path):
     """Streamlit polls its config files five times a second in every app process (BENCHMARKS.md, session 33): the
-    app slows that down once per process. A Streamlit that renamed the period would fail here, not idle on."""
+    app slows that down once per process (app/process.py). Seen through a watcher's callback: a changed file is
+    noticed within a second at Streamlit's own period, and not at a long one. A Streamlit that renamed the period
+    fails here, rather than polling on unnoticed."""
     import time
 
-    from streamlit.watcher import polling_path_watcher as polling
+    from streamlit.watcher.polling_path_watcher import PollingPathWatcher
 
-    from app import resources
-    monkeypatch.setattr(polling, "_POLLING_PERIOD_SECS", polling._POLLING_PERIOD_SECS)     # put back afterwards
-    looks = []
-    check = polling.PollingPathWatcher._check_if_path_changed
-    monkeypatch.setattr(polling.PollingPathWatcher, "_check_if_path_changed",
-                        lambda self: (looks.append(time.monotonic()), check(self)))
-    watched = tmp_path / "config.toml"
-    watched.write_text("")
-    assert resources.slower_config_polling()
-    watcher = polling.PollingPathWatcher(str(watched), lambda _path: None, allow_nonexistent=True)
+    from app import process
+
+    def noticed_within(seconds: float, period: float) -> bool:
+        watched = tmp_path / f"config-{period}.toml"
+        watched.write_text("a = 1\n")
+        changed = threading.Event()
+        process.slower_config_polling(period)
+        watcher = PollingPathWatcher(str(watched), lambda _path: changed.set(), allow_nonexistent=True)
+        try:
+            time.sleep(0.05)
+            watched.write_text("a = 2\n")
+            os.utime(watched, (time.time() + 5, time.time() + 5))      # a newer time than the watcher read
+            return changed.wait(seconds)
+        finally:
+            watcher.close()
+
+    own = process.slower_config_polling(process.CONFIG_POLL_SECONDS)
+    assert own is not None, "Streamlit's polling period is not where app/process.py looks for it"
     try:
-        time.sleep(1.5)                                   # seven looks at Streamlit's own period
+        assert noticed_within(3.0, 0.2)                 # Streamlit's own period (the check can see a poll)
+        assert not noticed_within(1.0, 60.0)            # a long one: no look at the file in the meantime
     finally:
-        watcher.close()
-    assert looks == [] and polling._POLLING_PERIOD_SECS == resources.CONFIG_POLL_SECONDS
+        process.slower_config_polling(own)
