@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -153,17 +154,28 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
     return _kept().get(key, lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
 
 
+# A sentence's short model passes (a batch's decoding, a session's traced pass: tens of ms) take turns in a process.
+# Run at once by many sessions' script threads they cost 1.5-2x the CPU each (15 traced passes in 15 threads:
+# 24-32 ms CPU a sentence, one at a time 13-17, taking turns 19-21; BENCHMARKS.md, session 33). Long work
+# (attribution, knockout effects, head statistics) does not take a turn: it would hold every first page up.
+MODEL_TURN = threading.Lock()
+
+
 def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, reference: str | None,
                  recording: Recording, knockout: frozenset[str]) -> Explanation:
     ckpt = get_served(path, precision)
     if knockout:                                   # heads switched off change the decoding itself
-        return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
+        with MODEL_TURN:
+            return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
     if reference is None and recording == SCORES:
         ids = source_ids(ckpt, text)               # raises InputError here, in its own session
         check_prefix(ckpt, ids, opts)              # a forced start (the step page's "what if") that fits
-        return explain_decoded(ckpt, text, ids, decode_batcher()((path, precision, opts), ids))
+        result = decode_batcher()((path, precision, opts), ids)
+        with MODEL_TURN:
+            return explain_decoded(ckpt, text, ids, result)
     plain = get_explanation(path, text, opts, precision=precision)
-    return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
+    with MODEL_TURN:
+        return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
 
 
 def get_token_probabilities(path: str, text: str, opts: DecodeOptions, knockout: frozenset[str] = frozenset(),
@@ -195,7 +207,9 @@ def decode_batcher() -> Batcher:
     $TRANSFORMER_MAX_BATCH; 1 turns batching off)."""
     def run(group: tuple[str, str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
         path, precision, opts = group
-        return decode_many(get_served(path, precision), ids, opts)
+        ckpt = get_served(path, precision)
+        with MODEL_TURN:
+            return decode_many(ckpt, ids, opts)
     most = config().max_batch
     return Batcher(run, max_batch=most, window=0.02 if most > 1 else 0.0)
 
