@@ -1,7 +1,7 @@
 """The explorer's two big charts, drawn in the browser: the grid of every layer × head and the one-head chart.
 
 The server sends one kind's attention as compact numbers (figures/browser.py), once per browser (later runs send
-their name: `_sent_once`), and builds no plotly figure; a small
+their name: `_to_send`), and builds no plotly figure; a small
 Streamlit component (components v2: JavaScript in the page, no iframe) builds both figures with plotly.js
 (figures/attention_charts.mjs) and redraws only what changed when a picker changes. The one-head chart's menu
 shows another head at once, in the browser, and tells the server (`pick`), which makes it the chosen layer and head
@@ -61,7 +61,7 @@ def draw(
     data = attention_charts(attn, rows, cols, layer, head, words["title"], words["row_title"], words["col_title"],
                             settings.display, highlight_row)
     data.update(plotly=plotly_module(), image_format=settings.image_format)
-    numbers, named = _sent_once(data.pop("numbers"))
+    numbers, named = _to_send(data.pop("numbers"))
     n_heads = attn.shape[1]
 
     def picked() -> None:
@@ -72,6 +72,7 @@ def draw(
     grid, single = where
     with grid:     # data in a list: Streamlit looks through a dict's values for data frames, every run
         _component(key="grid", data=[{**data, "chart": "grid", "numbers": numbers}], on_missing_change=_resend)
+    _sent(named["ref"])                 # once on its way (a run stopped before it leaves them unsent)
     _described(grid, describe.heatmaps_sentence(words["title"], attn[0, 0], attn.shape[0] * n_heads),
                attn[0, 0], None, None, settings)
     with single:
@@ -82,18 +83,22 @@ def draw(
                settings)
 
 
-def _sent_once(numbers: dict) -> tuple[dict, dict]:
+def _to_send(numbers: dict) -> tuple[dict, dict]:
     """What the grid and the one-head chart are sent of packed numbers: the grid the numbers with their name the
-    first time this session's browser gets them, else (and the one-head chart always) only their name and shape;
-    the browser keeps the last 8 by name (KEPT in figures/attention_charts.mjs). A layer or head change
+    first time this session's browser gets them (`_sent`), else (and the one-head chart always) only their name
+    and shape; the browser keeps the last 8 by name (KEPT in figures/attention_charts.mjs). A layer or head change
     then sends no numbers (they were 2 x ~50 KB through JSON, hashing and the socket on every run). A browser
     that lacks a name it is sent (a page drawn anew, a run it never drew) says so (`missing`): the next run
     sends the numbers again."""
     ref = numbers_ref(numbers)
-    sent = state.held(state.CHARTS_SENT) or []
     named = {"ref": ref, "shape": numbers["shape"]}
+    return (named if ref in (state.held(state.CHARTS_SENT) or []) else {**numbers, "ref": ref}), named
+
+
+def _sent(ref: str) -> None:
+    """The browser has the numbers named `ref` (the most recently used last)."""
+    sent = state.held(state.CHARTS_SENT) or []
     state.hold(state.CHARTS_SENT, [*(r for r in sent if r != ref), ref][-KEPT_ON_SERVER:])
-    return (named if ref in sent else {**numbers, "ref": ref}), named
 
 
 def _resend() -> None:

@@ -154,7 +154,8 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
     return _kept().get(key, lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
 
 
-# A sentence's short model passes (a batch's decoding, a session's traced pass: tens of ms) take turns in a process.
+# A sentence's short model passes (a batch's decoding, a session's traced pass: tens of ms; a decoding with heads
+# switched off: one sentence's) take turns in a process.
 # Run at once by many sessions' script threads they cost 1.5-2x the CPU each (15 traced passes in 15 threads:
 # 24-32 ms CPU a sentence, one at a time 13-17, taking turns 19-21; BENCHMARKS.md, session 33). Long work
 # (attribution, knockout effects, head statistics) does not take a turn: it would hold every first page up.
