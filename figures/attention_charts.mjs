@@ -209,7 +209,7 @@ function waitFor(get, ms) {
 // Streamlit calls this again on every run that draws the element; what is drawn lives on the element.
 export default function (component) {
   const { setTriggerValue, parentElement: host } = component;
-  const data = Array.isArray(component.data) ? component.data[0] : component.data;
+  const [data] = component.data;                          // one item: app/attention_charts.py sends a list
   let view = host.__attention;
   if (!view) {
     const div = document.createElement("div");
