@@ -13,7 +13,7 @@ import torch
 from figures.common import VALIDATE
 from model.network.tokenizer import Tokenizer
 from serving.class_store import RedisStore
-from tests.support import CHROMIUM, free_port, sentences, tiny_model
+from tests.support import CHROMIUM, Tabs, free_port, sentences, tiny_model
 
 REDIS = shutil.which("redis-server")
 
@@ -54,18 +54,18 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--disable-dev-shm-usage"])
-        yield b
+        yield Tabs(b)             # its tabs kept between the module's tests (tests/support.py)
         b.close()
 
 
 @pytest.fixture(autouse=True)
 def _close_pages(request):
-    """After a browser test, its pages are closed: an open page keeps a session of the app it shares with
-    the next tests running (and its script runs, timers and fragments using the cores)."""
+    """After a browser test, its tabs leave the app (about:blank) and whatever else it opened is closed: an open
+    page keeps a session of the app it shares with the next tests running (and its script runs, timers and
+    fragments using the cores)."""
     yield
     if "browser" in request.fixturenames:
-        for context in request.getfixturevalue("browser").contexts:
-            context.close()
+        request.getfixturevalue("browser").end_test()
 
 
 @pytest.fixture(scope="session")

@@ -166,6 +166,63 @@ def app_server(checkpoints: Path, **env: str):
         proc.wait(timeout=10)
 
 
+class Tabs:
+    """A module's Chromium as its tests see it, its tabs kept from one test to the next: a new tab costs Chromium
+    about 2 core-seconds more than a kept one loading a page (a renderer process started, the app's scripts compiled
+    again; measured in BENCHMARKS.md, "The suite"), and the browser tests open a hundred.
+
+    `new_page(viewport=...)` hands out a kept tab (at about:blank, in a context of its own) when one is free, else
+    a new one; `end_test()` sends the tabs handed out back to about:blank (their app sessions end, as a closed
+    tab's would) and closes everything else the test opened: its own contexts (`new_context`: another locale, its
+    own cookies, routes) and the tabs it closed itself are not kept. A tab keeps what was set on it: a test that
+    listens to a tab's events removes its listener (or opens a context of its own)."""
+
+    BLANK = "about:blank"
+    DEFAULT = {"width": 1280, "height": 720}        # Playwright's own, for a tab asked for without a viewport
+
+    def __init__(self, browser) -> None:
+        self.browser = browser
+        self.free: list = []
+        self.lent: list = []
+
+    def new_page(self, viewport: dict | None = None, **options):
+        if options:                             # anything but a size: a tab of its own, closed at the test's end
+            return self.browser.new_page(viewport=viewport or self.DEFAULT, **options)
+        while self.free:
+            page = self.free.pop()
+            if not page.is_closed():
+                page.set_viewport_size(viewport or self.DEFAULT)
+                self.lent.append(page)
+                return page
+        page = self.browser.new_page(viewport=viewport or self.DEFAULT)
+        self.lent.append(page)
+        return page
+
+    def new_context(self, **options):
+        return self.browser.new_context(**options)
+
+    @property
+    def contexts(self) -> list:
+        return self.browser.contexts
+
+    def end_test(self) -> None:
+        kept = []
+        for page in self.lent:
+            if page.is_closed():
+                continue
+            try:
+                page.goto(self.BLANK)
+                kept.append(page)
+            except Exception:  # noqa: BLE001 - a tab that cannot leave its page is closed, not kept
+                page.context.close()
+        self.lent = []
+        self.free += kept
+        keep = {id(page.context) for page in self.free}
+        for context in self.browser.contexts:
+            if id(context) not in keep:
+                context.close()
+
+
 def settle(page, timeout: float = 60_000, started: bool = False) -> None:
     """Wait until the app's script run is over and nothing is pending. `started`: the run is known to have
     begun (its page is showing), so the first wait, which lets a click's run start, is not needed."""
