@@ -186,24 +186,19 @@ class Tabs:
         self.lent: list = []
 
     def new_page(self, viewport: dict | None = None, **options):
+        size = viewport or self.DEFAULT
         if options:                             # anything but a size: a tab of its own, closed at the test's end
-            return self.browser.new_page(viewport=viewport or self.DEFAULT, **options)
-        while self.free:
+            return self.browser.new_page(viewport=size, **options)
+        if self.free:
             page = self.free.pop()
-            if not page.is_closed():
-                page.set_viewport_size(viewport or self.DEFAULT)
-                self.lent.append(page)
-                return page
-        page = self.browser.new_page(viewport=viewport or self.DEFAULT)
+            page.set_viewport_size(size)
+        else:
+            page = self.browser.new_page(viewport=size)
         self.lent.append(page)
         return page
 
     def new_context(self, **options):
         return self.browser.new_context(**options)
-
-    @property
-    def contexts(self) -> list:
-        return self.browser.contexts
 
     def end_test(self) -> None:
         kept = []
