@@ -246,10 +246,13 @@ def reconnected(page, timeout: float = 30_000) -> None:
                            timeout=timeout)
 
 
-def go_to(page, title: str, slug: str) -> None:
-    """Click a page in the menu and wait for it; click again if a busy page let the click pass."""
+def go_to(page, title: str, slug: str, collapsed: bool = False) -> None:
+    """Click a page in the menu and wait for it; click again if a busy page let the click pass. `collapsed`: the
+    sidebar is closed (projector mode), so the menu's link is sent its click event without being shown.
+    A page reached from the menu costs Chromium about half of one loaded from its link (the app's scripts stay)."""
     for _ in range(2):
-        page.locator("[data-testid='stSidebarNavLink']", has_text=title).click()
+        link = page.locator("[data-testid='stSidebarNavLink']", has_text=title)
+        link.dispatch_event("click") if collapsed else link.click()
         try:
             page.wait_for_selector(f".st-key-page-{slug}", timeout=20_000)
             break
@@ -371,7 +374,8 @@ def axe(page, where: str, counts: dict, violations: dict) -> None:
     """axe-core on the page as drawn: every violation counted, the serious and critical ones kept."""
     if not AXE.is_file():
         return
-    page.add_script_tag(path=str(AXE))
+    if not page.evaluate("() => typeof axe !== 'undefined'"):     # once per document (a page from the menu keeps it)
+        page.add_script_tag(path=str(AXE))
     found = page.evaluate(AXE_RUN)
     counts[where] = len(found)
     if bad := [v for v in found if v["impact"] in ("serious", "critical")]:

@@ -55,6 +55,15 @@ def test_train_the_default_task_and_see_the_alignment_form(lab_server, browser):
     page.locator(".st-key-lab_text input").wait_for()
     assert "Step 0" in page.inner_text("body")
     page.screenshot(path=str(ARTIFACTS / "lab-trained.png"), full_page=True)
+    # the tabs of the attention grids are lazy: the open one's grid alone is drawn, another tab draws its own
+    def drawn(part: str = "") -> int:
+        return page.locator(f"[class*='st-key-lab_grid_{part}'] .js-plotly-plot").count()
+    assert drawn() == 1 and drawn("decoder-cross_attn") == 1
+    page.get_by_role("tab", name="encoder self-attention").click()
+    page.locator(".st-key-lab_grid_encoder-self_attn .js-plotly-plot").wait_for(timeout=30_000)
+    settle(page)
+    assert drawn() == 1
+    no_errors(page)
 
 
 def test_one_slot_a_second_tab_queues_and_starts_when_the_first_closes(lab_server, browser):

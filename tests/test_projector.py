@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ARTIFACTS, CHROMIUM, axe, no_errors, settle, wait_drawn
+from tests.support import ARTIFACTS, CHROMIUM, axe, go_to, no_errors, settle, wait_drawn
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -67,11 +67,6 @@ def laid_out(page, most_ms: int = 3000) -> None:
         last = now
 
 
-def _url(base: str, slug: str, first: str) -> str:
-    # the first page lives at "/", where an old-style link with settings opens the explorer: name it
-    return f"{base}/?view={slug}&projector=1" if slug == first else f"{base}/{slug}?projector=1"
-
-
 def _measure(page, slug: str, size: tuple[int, int]) -> list[str]:
     """What is wrong with the page as the window of `size` shows it (nothing: [])."""
     width, height = size
@@ -94,14 +89,21 @@ def _measure(page, slug: str, size: tuple[int, int]) -> list[str]:
 
 
 def test_projector_mode_shows_every_pages_picture_first(shipped_server, browser):
-    """Each page drawn once, looked at in both windows (the second by resizing the first)."""
+    """Each page drawn once, looked at in both windows (the second by resizing the first). The first page comes
+    from its link, the others from the menu with the sidebar closed, as a teacher moves (the link's settings
+    kept), each looked at from the top of the page, where a page opened from its link starts."""
     from app.pages import PAGES
     (ARTIFACTS / "projector").mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport=dict(zip(("width", "height"), SIZES[0], strict=True)))
     problems, violations, counts = {}, {}, {}
+    # the first page lives at "/", where an old-style link with settings opens the explorer: name it
+    page.goto(f"{shipped_server}/?view={PAGES[0].slug}&projector=1")
     for p in PAGES:
         page.set_viewport_size(dict(zip(("width", "height"), SIZES[0], strict=True)))
-        page.goto(_url(shipped_server, p.slug, PAGES[0].slug))
+        if p is not PAGES[0]:
+            go_to(page, p.title, p.slug, collapsed=True)
+            page.evaluate("() => window.scrollTo(0, 0)")
+        assert "projector=1" in page.url, page.url
         wait_drawn(page, f".st-key-page-{p.slug}")      # else: what the page shows instead
         if p.slug not in NO_CHART:
             page.wait_for_selector(".js-plotly-plot .main-svg", state="attached", timeout=90_000)

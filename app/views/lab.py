@@ -250,9 +250,14 @@ def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
         snap.attention["decoder.cross_attn"][-1].mean(axis=0), dec, src, row_title=_("decoder input"),
         col_title=_("source"), title=_("cross-attention, last layer, mean of the heads")))
     chart(left, mean, key="lab_cross_mean", settings=ctx.settings)
-    tabs = right.tabs([_("cross-attention"), _("decoder self-attention"), _("encoder self-attention")])
+    # lazy tabs: only the open one's grid is built, sent and drawn (while a model trains the charts come again every
+    # few seconds, and three grids of every head kept a browser's core over half busy: BENCHMARKS.md, "The suite")
+    tabs = right.tabs([_("cross-attention"), _("decoder self-attention"), _("encoder self-attention")],
+                      key="lab_attention_kind", on_change="rerun")
     for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
                                      (dec, dec, src), (src, dec, src)):
+        if not tab.open:
+            continue
         grid = _figure(ctx, run, name, snap.step, lambda name=name, rows=rows, cols=cols: figures.attention_grid(
             snap.attention[name], rows, cols))
         chart(tab, grid, key=f"lab_grid_{name}", settings=ctx.settings)
