@@ -7,10 +7,12 @@ import asyncio
 import base64
 import concurrent.futures
 import contextlib
+import fcntl
 import math
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -164,6 +166,24 @@ def app_server(checkpoints: Path, **env: str):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def made_once(tmp_path_factory, name: str, make) -> Path:
+    """A folder made by `make(folder)` once per test run, by whichever pytest-xdist worker asks first; the others
+    wait for it and share it. A module-scoped fixture is otherwise made again in each worker that runs one of the
+    module's tests (the lesson file of ten sentences: ~14 s each). What is in it is read, never changed."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent                        # the run's own folder, above each worker's
+    folder, done = root / f"once-{name}", root / f"once-{name}" / ".made"
+    with open(root / f"once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # let go when the file closes, also when `make` raises
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
 
 
 class Tabs:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from model.storage import places
-from tests.support import ROOT
+from tests.support import ROOT, made_once
 from transformer_explained.bundle import build_project_wheel
 from transformer_explained.cli import COMMANDS, main
 
@@ -63,7 +63,8 @@ def test_the_package_list_names_every_package():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    return build_project_wheel(tmp_path_factory.mktemp("wheel"))        # from a copy of the sources
+    folder = made_once(tmp_path_factory, "wheel", build_project_wheel)       # from a copy of the sources
+    return next(folder.glob("transformer_explained-*.whl"))
 
 
 def test_the_wheel_carries_the_code_the_models_and_the_settings(wheel):

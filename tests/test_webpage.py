@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from i18n import using
-from tests.support import ARTIFACTS, CHROMIUM, ROOT, axe, english_sentences
+from tests.support import ARTIFACTS, CHROMIUM, ROOT, axe, english_sentences, made_once
 from webpage import command, content, page
 from webpage.content import Request
 
@@ -127,11 +127,12 @@ def test_an_over_long_sentence_is_named_by_its_number(tmp_path, capsys):
 def lesson_html(tmp_path_factory) -> Path:
     if not (EN_DE / "config.json").is_file():
         pytest.skip("the shipped checkpoints are not here")
-    out = tmp_path_factory.mktemp("lesson") / "lesson.html"
-    listed = out.with_suffix(".txt")
-    listed.write_text("\n".join(LESSON[:-1]) + f"\nhttp://localhost:8501/explore?text={LESSON[-1].replace(' ', '+')}\n")
-    assert command.main(["--lesson", str(listed), "-o", str(out)]) == 0
-    return out
+    def make(folder: Path) -> None:
+        listed = folder / "lesson.txt"
+        link = f"http://localhost:8501/explore?text={LESSON[-1].replace(' ', '+')}"
+        listed.write_text("\n".join(LESSON[:-1]) + f"\n{link}\n")
+        assert command.main(["--lesson", str(listed), "-o", str(folder / "lesson.html")]) == 0
+    return made_once(tmp_path_factory, "lesson-html", make) / "lesson.html"
 
 
 def _data(html: str) -> dict:
