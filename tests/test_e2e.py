@@ -27,6 +27,7 @@ from tests.support import (
     open_page,
     settle,
     shown_value,
+    wait_drawn,
 )
 
 SENTENCE = "Two young children are playing with a ball in the park."
@@ -42,8 +43,11 @@ def server(shipped_server):
 
 
 def open_app(browser, url: str):
-    """A new page on the app's attention explorer, its first charts drawn."""
-    return open_page(browser, f"{url}/explore", EXPLORE_DRAWN)
+    """A new page on the app's attention explorer, its first charts drawn and its sentence box shown (else the
+    failure says what the page shows instead: a full run here once found no box for 30 s after the charts)."""
+    page = open_page(browser, f"{url}/explore", EXPLORE_DRAWN)
+    wait_drawn(page, ".st-key-text input", timeout=30_000)
+    return page
 
 
 def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
