@@ -272,7 +272,10 @@ def go_to(page, title: str, slug: str, collapsed: bool = False) -> None:
     A page reached from the menu costs Chromium about half of one loaded from its link (the app's scripts stay)."""
     for _ in range(2):
         link = page.locator("[data-testid='stSidebarNavLink']", has_text=title)
-        link.dispatch_event("click") if collapsed else link.click()
+        if collapsed:
+            link.dispatch_event("click")
+        else:
+            link.click()
         try:
             page.wait_for_selector(f".st-key-page-{slug}", timeout=20_000)
             break

@@ -251,7 +251,7 @@ def _attention(ctx: Context, run: LabRun, snap: Snapshot) -> None:
         col_title=_("source"), title=_("cross-attention, last layer, mean of the heads")))
     chart(left, mean, key="lab_cross_mean", settings=ctx.settings)
     # lazy tabs: only the open one's grid is built, sent and drawn (while a model trains the charts come again every
-    # few seconds, and three grids of every head kept a browser's core over half busy: BENCHMARKS.md, "The suite")
+    # few seconds; three grids kept a browser's core over half busy: BENCHMARKS.md, "The training lab")
     tabs = right.tabs([_("cross-attention"), _("decoder self-attention"), _("encoder self-attention")],
                       key="lab_attention_kind", on_change="rerun")
     for tab, name, rows, cols in zip(tabs, ("decoder.cross_attn", "decoder.self_attn", "encoder.self_attn"),
