@@ -13,7 +13,13 @@ the verdict column first. Step 2 counts:
 
   .venv/bin/python -m benchmarks.confidence_sample count benchmarks/judged/en-de.tsv
 
-printing how many of the wrong ones were flagged and how many of the right ones were.
+printing how many of the wrong ones were flagged, how many of the right ones were, and what share of the
+unflagged ("Confident") ones is wrong. A table judged before (issue 52's trust tables: `source`, `output`,
+`right` yes/no) is scored again with a checkpoint's current calibration, its outputs checked to be the
+ones judged, its `p_wrong` and `flagged` columns written anew (added where missing):
+
+  .venv/bin/python -m benchmarks.confidence_sample rescore --checkpoint checkpoints/multi30k-en-de \\
+      benchmarks/judged/trust-en-de-shipped.tsv benchmarks/judged/everyday-en-de-deep.tsv
 """
 from __future__ import annotations
 
@@ -54,17 +60,65 @@ def sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_table(path: str) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, encoding="utf-8") as f:
+        reader = csv.DictReader(f, delimiter="\t")
+        return list(reader.fieldnames or []), list(reader)
+
+
+def verdict(row: dict[str, str]) -> str:
+    """right, wrong or "" (not judged yet), from a `judgment` column or a trust table's `right` yes/no."""
+    if "judgment" in row:
+        return row["judgment"]
+    return {"yes": "right", "no": "wrong"}.get(row.get("right", ""), "")
+
+
+def counts(name: str, rows: list[dict[str, str]]) -> str:
+    wrong = [r for r in rows if verdict(r) == "wrong"]
+    right = [r for r in rows if verdict(r) == "right"]
+    flagged_wrong = sum(r["flagged"] == "yes" for r in wrong)
+    flagged_right = sum(r["flagged"] == "yes" for r in right)
+    confident = len(wrong) + len(right) - flagged_wrong - flagged_right
+    share = f" ({(len(wrong) - flagged_wrong) / confident:.0%})" if confident else ""
+    return (f"{name}: {len(rows)} judged, {len(wrong)} wrong, {len(right)} right; flagged {flagged_wrong} of "
+            f"{len(wrong)} wrong, {flagged_right} of {len(right)} right; of {confident} not flagged, "
+            f"{len(wrong) - flagged_wrong} wrong{share}")
+
+
 def count(args: argparse.Namespace) -> int:
-    with open(args.tsv, encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    for name in [*dict.fromkeys(r["set"] for r in rows), "all"]:
-        part = [r for r in rows if name in ("all", r["set"])]
-        wrong = [r for r in part if r["judgment"] == "wrong"]
-        right = [r for r in part if r["judgment"] == "right"]
-        flagged_wrong = sum(r["flagged"] == "yes" for r in wrong)
-        flagged_right = sum(r["flagged"] == "yes" for r in right)
-        print(f"{name}: {len(part)} judged, {len(wrong)} wrong, {len(right)} right; flagged "
-              f"{flagged_wrong} of {len(wrong)} wrong, {flagged_right} of {len(right)} right")
+    _, rows = read_table(args.tsv)
+    for name in [*(n for n in dict.fromkeys(r.get("set", "") for r in rows) if n), "all"]:
+        print(counts(name, [r for r in rows if name in ("all", r.get("set", ""))]))
+    return 0
+
+
+def rescore(args: argparse.Namespace) -> int:
+    ckpt = load_checkpoint(args.checkpoint)
+    if ckpt.calibration is None:
+        print(f"{args.checkpoint} has no calibration: run python -m model.calibrate first", file=sys.stderr)
+        return 2
+    opts = DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha, record_steps=False)
+    together = []
+    for path in args.tsv:
+        columns, rows = read_table(path)
+        key = "output" if "output" in columns else "translation"
+        for row in rows:
+            ex = explain(ckpt, row["source"], opts)
+            if ex.output != row[key]:
+                print(f"{path}: {row['source']!r} now translates as {ex.output!r}, not the judged "
+                      f"{row[key]!r}: judge this model's outputs in a table of its own", file=sys.stderr)
+                return 1
+            conf = ex.confidence(ckpt)
+            row["p_wrong"], row["flagged"] = f"{conf.p_wrong:.3f}", "yes" if conf.flagged else "no"
+        at = columns.index(key) + 1
+        columns = columns[:at] + [c for c in ("p_wrong", "flagged") if c not in columns] + columns[at:]
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, columns, delimiter="\t", lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+        print(counts(Path(path).name, rows))
+        together += rows
+    print(counts("all", together))
     return 0
 
 
@@ -80,8 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", required=True)
     c = sub.add_parser("count", help="count flagged among the judged rows")
     c.add_argument("tsv")
+    r = sub.add_parser("rescore", help="score judged tables again with a checkpoint's current calibration")
+    r.add_argument("--checkpoint", required=True)
+    r.add_argument("tsv", nargs="+")
     args = p.parse_args(argv)
-    return sample(args) if args.command == "sample" else count(args)
+    return {"sample": sample, "count": count, "rescore": rescore}[args.command](args)
 
 
 if __name__ == "__main__":

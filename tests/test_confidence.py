@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from model.commands.calibrate import Judged, best_threshold, fit, report
+from model.commands.calibrate import Judged, best_threshold, fit, report, share_threshold
 from model.commands.calibrate import main as calibrate_main
 from model.inference.confidence import Calibration, assess, familiar_words_text, features, unseen_words, words
 from model.inference.pipeline import explain
@@ -59,6 +59,15 @@ def test_the_threshold_separates_wrong_from_right_best():
     assert best_threshold([0.5, 0.5, 0.1], [True, False, False]) == 0.5   # ties are flagged together
 
 
+def test_the_threshold_flags_the_asked_share_of_the_wrong_ones():
+    p = [0.9, 0.8, 0.7, 0.6, 0.3, 0.2, 0.1]
+    wrong = [True, False, True, False, True, False, True]      # wrong ones at 0.9, 0.7, 0.3, 0.1
+    assert share_threshold(p, wrong, 0.5) == 0.7                # 2 of 4, the highest that does
+    assert share_threshold(p, wrong, 0.8) == 0.1                # 3.2 of 4: all 4
+    assert share_threshold(p, wrong, 0.75) == 0.3
+    assert share_threshold(p, [False] * 7, 0.8) == 1.0          # nothing wrong: nothing to flag
+
+
 def test_fit_learns_that_low_probability_means_wrong():
     judged = [Judged("a", (-0.1 - 0.01 * i, -0.3, 0.0), False) for i in range(30)]
     judged += [Judged("b", (-1.5 - 0.01 * i, -3.0, 0.3), True) for i in range(10)]
@@ -67,7 +76,16 @@ def test_fit_learns_that_low_probability_means_wrong():
     assert cal.p_wrong((-2.0, -3.5, 0.4)) > cal.threshold > cal.p_wrong((-0.05, -0.2, 0.0))
     table = report(judged, cal)
     assert table["all"]["sentences"] == 42 and table["all"]["wrong"] == 11
-    assert table["b"]["wrong_flagged"] >= 0.9 and table["a"]["right_flagged"] <= 0.05
+    assert table["all"]["wrong_flagged"] >= 0.8 and table["a"]["right_flagged"] <= 0.05   # default: 80 % of the wrong
+    assert table["all"]["confident_wrong"] == round(sum(j.wrong and cal.p_wrong(j.x) < cal.threshold for j in judged)
+                                                    / sum(cal.p_wrong(j.x) < cal.threshold for j in judged), 3)
+    every = fit(judged, flag_share=1.0)          # the odd wrong one that looks sure is flagged too, and more right
+    assert report(judged, every)["all"]["wrong_flagged"] == 1.0 and every.threshold < cal.threshold
+    separating = fit(judged, flag_share=0)
+    best = report(judged, separating)
+    assert best["b"]["wrong_flagged"] >= 0.9 and best["a"]["right_flagged"] <= 0.05
+    assert separating.threshold == math.floor(best_threshold([separating.p_wrong(j.x) for j in judged],
+                                                             [j.wrong for j in judged]) * 1e4) / 1e4
 
 
 def test_an_untrained_model_has_nothing_to_fit_and_no_calibration(tokenizer, tmp_path):
@@ -114,3 +132,4 @@ def test_calibrate_stores_the_fit_that_the_app_then_reads(tmp_path):
     assert {"dog", "grass", "lake"} <= ckpt.familiar_words
     conf = explain(ckpt, "Where is the dog?").confidence(ckpt)
     assert conf.p_wrong is not None and conf.unseen == ("where",) and conf.familiarity_known
+

@@ -3,11 +3,13 @@
 Decodes each val sentence as the app does by default (beam 4, the checkpoint's alpha), reads
 model/inference/confidence.py's three numbers for it (mean and lowest token log-probability, share of
 source words unseen in training), labels it wrong when its sentence chrF against all references
-of the sentence is below 40, fits a logistic regression P(wrong | numbers) and picks the threshold
-that best separates wrong from right on val (most wrong flagged, fewest right flagged: the
-largest difference of the two rates). Prints, for each val set, how many translations are
-wrong and what share of wrong and right ones gets flagged. With --write it stores the fit in
-config.json ("confidence") and the training sources' words in familiar_words.txt.
+of the sentence is below 60 (`WRONG_CHRF`), fits a logistic regression P(wrong | numbers) and picks the
+threshold: the highest that flags at least --flag-share of the wrong val translations (default 0.8: a
+warning that warns; `--flag-share 0`: the threshold that best separates wrong from right, the largest
+difference of the two rates). Prints, for each val set, how many translations are wrong, what share of
+wrong and right ones gets flagged, and what share of the unflagged ("Confident") ones is wrong. With
+--write it stores the fit in config.json ("confidence") and the training sources' words in
+familiar_words.txt.
 
   python -m model.calibrate --checkpoint checkpoints/multi30k-en-de \\
       --train ../shared/data/multi30k:train --train ../shared/data/tatoeba-en-de:train \\
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,9 +84,9 @@ def judge(ckpt: Checkpoint, name: str, sources: list[str], refs: list[list[str]]
     return out
 
 
-def fit(judged: list[Judged], l2: float = 1e-3) -> Calibration:
-    """Logistic regression on standardised numbers, then the threshold with the largest
-    (share of wrong flagged) - (share of right flagged) on the same sentences."""
+def fit(judged: list[Judged], l2: float = 1e-3, flag_share: float = 0.8) -> Calibration:
+    """Logistic regression on standardised numbers, then the threshold on the same sentences: the
+    highest that flags at least flag_share of the wrong ones (0: the best separating threshold)."""
     x = torch.tensor([j.x for j in judged], dtype=torch.float64)                      # (N, 3)
     y = torch.tensor([float(j.wrong) for j in judged], dtype=torch.float64)           # (N,)
     mean, std = x.mean(0), x.std(0).clamp_min(1e-6)
@@ -99,8 +102,17 @@ def fit(judged: list[Judged], l2: float = 1e-3) -> Calibration:
 
     opt.step(closure)
     cal = Calibration(tuple(w[1:].tolist()), float(w[0].detach()), tuple(mean.tolist()), tuple(std.tolist()), 0.5)
-    threshold = best_threshold([cal.p_wrong(j.x) for j in judged], [j.wrong for j in judged])
-    return replace(cal, threshold=round(threshold, 4))
+    p, wrong = [cal.p_wrong(j.x) for j in judged], [j.wrong for j in judged]
+    threshold = share_threshold(p, wrong, flag_share) if flag_share > 0 else best_threshold(p, wrong)
+    return replace(cal, threshold=math.floor(threshold * 1e4) / 1e4)      # rounded down: the share still holds
+
+
+def share_threshold(p_wrong: list[float], wrong: list[bool], share: float) -> float:
+    """The highest threshold t (flag when p >= t) that flags at least `share` of the wrong ones."""
+    scores = sorted((p for p, w in zip(p_wrong, wrong) if w), reverse=True)
+    if not scores:
+        return 1.0
+    return scores[max(math.ceil(share * len(scores)) - 1, 0)]
 
 
 def best_threshold(p_wrong: list[float], wrong: list[bool]) -> float:
@@ -120,11 +132,14 @@ def best_threshold(p_wrong: list[float], wrong: list[bool]) -> float:
     return best
 
 
-def _rates(judged: list[Judged], p: list[float], threshold: float) -> tuple[float, float]:
-    """(share of wrong translations flagged, share of right ones flagged) at threshold."""
+def _rates(judged: list[Judged], p: list[float], threshold: float) -> tuple[float, float, float]:
+    """(share of wrong translations flagged, share of right ones flagged, share of the unflagged ones that
+    are wrong) at threshold."""
     wrong = [pi >= threshold for pi, j in zip(p, judged) if j.wrong]
     right = [pi >= threshold for pi, j in zip(p, judged) if not j.wrong]
-    return (sum(wrong) / len(wrong) if wrong else 0.0), (sum(right) / len(right) if right else 0.0)
+    unflagged = [j.wrong for pi, j in zip(p, judged) if pi < threshold]
+    return (sum(wrong) / len(wrong) if wrong else 0.0), (sum(right) / len(right) if right else 0.0), \
+        (sum(unflagged) / len(unflagged) if unflagged else 0.0)
 
 
 def report(judged: list[Judged], cal: Calibration) -> dict[str, dict[str, float]]:
@@ -132,9 +147,10 @@ def report(judged: list[Judged], cal: Calibration) -> dict[str, dict[str, float]
     table = {}
     for name in [*dict.fromkeys(j.set_name for j in judged), "all"]:
         part = [j for j in judged if name in ("all", j.set_name)]
-        flagged_wrong, flagged_right = _rates(part, [cal.p_wrong(j.x) for j in part], cal.threshold)
+        flagged_wrong, flagged_right, confident_wrong = _rates(part, [cal.p_wrong(j.x) for j in part], cal.threshold)
         table[name] = {"sentences": len(part), "wrong": sum(j.wrong for j in part),
-                       "wrong_flagged": round(flagged_wrong, 3), "right_flagged": round(flagged_right, 3)}
+                       "wrong_flagged": round(flagged_wrong, 3), "right_flagged": round(flagged_right, 3),
+                       "confident_wrong": round(confident_wrong, 3)}
     return table
 
 
@@ -147,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--val", type=split_spec, action="append", default=[], metavar="DIR:SPLIT",
                    help="val data to fit on (repeat for each corpus; never a test split)")
     p.add_argument("--beam-size", type=int, default=4, help="beam width to decode with (default 4, as the app)")
+    p.add_argument("--flag-share", type=float, default=0.8, metavar="S",
+                   help="flag at least this share of the wrong val translations (default 0.8; 0: the threshold "
+                        "that best separates wrong from right)")
     p.add_argument("--limit", type=int, help="only the first N lines of each val split")
     p.add_argument("--json", help="also write the fit and the per-set shares to this JSON file")
     p.add_argument("--write", action="store_true", help="store the fit and the familiar words in the checkpoint")
@@ -166,14 +185,19 @@ def main(argv: list[str] | None = None) -> int:
         judged += judge(ckpt, f"{Path(spec[0]).name}:{spec[1]}", *grouped, opts, familiar)
     if not any(j.wrong for j in judged) or all(j.wrong for j in judged):
         fail("the val sentences are all right or all wrong: nothing to fit")
-    cal = fit(judged)
+    if not 0 <= args.flag_share <= 1:
+        fail(f"--flag-share is a share of the wrong translations, 0 to 1, not {args.flag_share}")
+    cal = fit(judged, flag_share=args.flag_share)
     table = report(judged, cal)
+    rule = (f"the threshold flags {args.flag_share:.0%} of the wrong" if args.flag_share > 0 else
+            "the threshold separates wrong from right best")
     note = (f"fitted on {', '.join(f'{d}:{s}' for d, s in args.val)} (beam {args.beam_size}); wrong = sentence "
-            f"chrF < {WRONG_CHRF:g} against all references")
+            f"chrF < {WRONG_CHRF:g} against all references; {rule}")
     cal = replace(cal, note=note)
     for name, row in table.items():
         print(f"{name}: {row['sentences']} sentences, {row['wrong']} wrong; flagged: "
-              f"{row['wrong_flagged']:.0%} of the wrong, {row['right_flagged']:.0%} of the right")
+              f"{row['wrong_flagged']:.0%} of the wrong, {row['right_flagged']:.0%} of the right; "
+              f"{row['confident_wrong']:.0%} of the unflagged are wrong")
     entry = {**cal.to_dict(), "val": table, "familiar_words_from": [f"{d}:{s}" for d, s in args.train]}
     if args.json:
         Path(args.json).write_text(json.dumps(entry, indent=2) + "\n")

@@ -221,9 +221,10 @@ def _continued(args: dict[str, Any], epochs: Any = None) -> list[str]:
         grown = f", {before['grown_from']}," if before.get("grown_from") else ""
         timed = (f" --time-budget {b['time_budget']:g} --cooldown-minutes {b['cooldown_minutes']:g}"
                  if b.get("cooldown_minutes") and b.get("time_budget") else "")
+        device = f" on {b['device']}" if b.get("device") not in (None, "auto") else ""    # auto: see "hardware"
         lines.append(f"  - epochs {(before.get('epochs') or 0) + 1}-{end}: continued from those weights{grown} with "
                      f"`--init-from {b.get('init_from', '?')} --epochs {b.get('epochs', '?')} --cooldown-epochs "
-                     f"{b.get('cooldown_epochs', 0):g}{timed}` on {b.get('device', '?')} (an empty optimizer, the rate "
+                     f"{b.get('cooldown_epochs', 0):g}{timed}`{device} (an empty optimizer, the rate "
                      f"ramped up again over {b.get('rewarm', '?')} steps, amp {b.get('amp', '?')})"
                      f"{_other_data(a, b)}{ended}")
     return lines
@@ -274,8 +275,9 @@ def _confidence(entry: dict[str, Any] | None) -> list[str]:
                     f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
                     f"token log-probability and the share of source words not in `familiar_words.txt` (the "
                     f"training sources' words); {entry.get('note', '')}.",
-                    ("val set", "sentences", "wrong", "wrong flagged", "right flagged"),
-                    [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}")
+                    ("val set", "sentences", "wrong", "wrong flagged", "right flagged", "unflagged that are wrong"),
+                    [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}",
+                      f"{r['confident_wrong']:.0%}" if "confident_wrong" in r else "-")
                      for name, r in entry.get("val", {}).items()])
 
 
