@@ -8,7 +8,7 @@ from torch import nn
 from model.commands.translate import main as translate_main
 from model.inference.decoding import decode
 from model.inference.options import DecodeOptions
-from model.inference.precision import ONEDNN, SCHEMES, Int8WeightLinear, PackedLinear, linears, quantized
+from model.inference.precision import ONEDNN, ONEDNN_OUT, SCHEMES, Int8WeightLinear, PackedLinear, linears, quantized
 from model.storage.checkpoint import save_checkpoint
 from tests.support import random_batch, tiny_model
 
@@ -66,14 +66,30 @@ def test_the_command_refuses_to_choose_on_a_test_set(capsys):
     assert "not a test set" in capsys.readouterr().err
 
 
-def test_the_onednn_copy_is_fp32_to_its_last_digits_and_decodes_as_fp32_does():
-    """The served fast path (issue 43): every linear replaced by oneDNN's laid-out fp32 weights; logits within
-    fp32's rounding, the same beam search, the same attention rows; the fp32 model untouched."""
+def test_the_choice_is_the_fastest_passing_scheme_and_only_if_faster_than_fp32():
+    from model.commands.precision import choose
+
+    def timed(name: str, fp32: float, fast: float, ok: bool = True) -> dict:
+        return {name: {"one_sentence_s": {"fp32": fp32, name: fast}, "passes": ok}}
+    results = timed("a", 0.08, 0.06) | timed("b", 0.07, 0.05) | timed("c", 0.08, 0.01, ok=False)
+    assert choose(results) == "b"                  # 0.71 of fp32 timed beside it, against a's 0.75; c does not pass
+    assert choose(timed("a", 0.08, 0.09)) == "fp32"                                   # slower than fp32 here
+    assert choose(timed("c", 0.08, 0.01, ok=False)) == "fp32"
+
+
+@pytest.mark.parametrize("scheme", [ONEDNN, ONEDNN_OUT])
+def test_the_onednn_copy_is_fp32_to_its_last_digits_and_decodes_as_fp32_does(scheme):
+    """The served fast paths (issue 43): every linear (onednn), or the output layer alone (onednn-out), replaced
+    by oneDNN's laid-out fp32 weights; logits within fp32's rounding, the same beam search, the same attention
+    rows; the fp32 model untouched."""
     model = tiny_model(seed=5).eval()
-    fast = quantized(model, ONEDNN)
-    assert not [n for n, m in fast.named_modules() if type(m) is nn.Linear]
-    assert {n for n, m in fast.named_modules() if isinstance(m, PackedLinear)} == set(linears(model, ONEDNN))
-    assert all(type(model.get_submodule(n)) is nn.Linear for n in linears(model, ONEDNN))       # untouched
+    fast = quantized(model, scheme)
+    laid_out = {n for n, m in fast.named_modules() if isinstance(m, PackedLinear)}
+    assert laid_out == set(linears(model, scheme)) and laid_out
+    assert {n for n, m in fast.named_modules() if type(m) is nn.Linear} == \
+        {n for n, m in model.named_modules() if type(m) is nn.Linear} - laid_out
+    assert scheme == ONEDNN or laid_out == {"generator"}
+    assert all(type(model.get_submodule(n)) is nn.Linear for n in linears(model, scheme))       # untouched
     src = random_batch(40, [9, 7, 5], seed=2)
     want, got = _logits(model, src), _logits(fast, src)
     assert (got - want).abs().max() < 1e-4

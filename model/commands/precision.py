@@ -9,8 +9,9 @@ checkpoint's own decoding: beam search with its alpha):
   speed       one sentence as the app decodes it (its steps recorded), fp32 and the scheme taken in turns
               (A B A B), medians; and the first --speed-sentences sources through model.translate
 A scheme passes with >= 98 % identical on every set, BLEU within 0.3, attention within 0.02. With --write
-the fastest passing scheme (or fp32 if none passes) goes into the checkpoint's config.json ("precision",
-which the app serves and the model card shows), the whole report into its precision.json. Choose on
+the fastest passing scheme (fp32 if none passes or none is faster than fp32 on this machine) goes into the
+checkpoint's config.json ("precision", which the app serves and the model card shows), the whole report into
+its precision.json. Choose on
 validation sets (the default: Multi30K val, Tatoeba val-long); score test sets once, to report.
 
   python -m model.precision --checkpoint checkpoints/multi30k-en-de --write
@@ -126,9 +127,9 @@ def measure(ckpt: Checkpoint, sets: list[tuple[str, list[str], list[list[str]]]]
 
 
 def choose(results: dict[str, dict]) -> str:
-    """The passing scheme whose one sentence is fastest, else fp32."""
-    ok = [(m["one_sentence_s"][s], s) for s, m in results.items() if m["passes"]]
-    return min(ok)[1] if ok else FP32
+    """The passing scheme whose one sentence is fastest, if it is faster than fp32 (timed beside it), else fp32."""
+    ok = [(m["one_sentence_s"][s] / m["one_sentence_s"][FP32], s) for s, m in results.items() if m["passes"]]
+    return min(ok)[1] if ok and min(ok)[0] < 1 else FP32
 
 
 def served_entry(chosen: str, results: dict[str, dict], specs: list[str]) -> dict:

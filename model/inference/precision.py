@@ -6,7 +6,11 @@ softmax, the attention itself) stays as it is:
     onednn      fp32 still: every linear's weights laid out once, at load, for oneDNN's matrix kernel
                 (torch.ops.mkldnn, what torch.compile's frozen CPU graphs call). The same sums in another
                 order (within ~1e-6 of nn.Linear's); decoding is matrix-bound on the CPU and a few rows at a
-                time, where the laid-out weights are read 2-3x faster (BENCHMARKS.md, session 25)
+                time, where the laid-out weights are read 2-3x faster on some CPUs (BENCHMARKS.md, session 25)
+    onednn-out  the same for the output layer alone (d_model -> vocabulary, the largest product of a step); the
+                other linears stay nn.Linear's: on CPUs whose MKL computes a few rows of the small products
+                faster than oneDNN's kernel (session 36's machine: every linear laid out decoded 20 % slower than
+                fp32, the output layer alone 5 % faster)
 
     int8w       weight-only: every linear's weights int8 (one scale per output channel), its input and output
                 fp32, multiplied by PyTorch's CPU kernel for that (aten._weight_int8pack_mm, the one torchao's
@@ -32,8 +36,11 @@ from model.network.transformer import Transformer
 FP32 = "fp32"
 EVERY = ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2", "generator")
 ONEDNN = "onednn"
+ONEDNN_OUT = "onednn-out"
+LAID_OUT = (ONEDNN, ONEDNN_OUT)                      # fp32, its weights laid out for oneDNN (PackedLinear)
 SCHEMES: dict[str, tuple[str, ...]] = {             # scheme -> the linears it replaces (name suffixes)
     ONEDNN: EVERY,
+    ONEDNN_OUT: ("generator",),
     "int8w": EVERY,
     "int8": EVERY,
     "int8-ffn": ("w_1", "w_2", "generator"),
@@ -43,6 +50,8 @@ PRECISIONS = (FP32, *SCHEMES)
 DESCRIPTIONS = {                                     # what each does, said in the app and on the model card
     FP32: N_("plain fp32, PyTorch's own linear layers"),
     ONEDNN: N_("fp32 with its weights laid out once for oneDNN's matrix kernel (the same sums in another order)"),
+    ONEDNN_OUT: N_("fp32, the output layer's weights laid out once for oneDNN's matrix kernel (the same sums in "
+                   "another order)"),
     "int8w": N_("int8 weights, fp32 arithmetic"),
     "int8": N_("int8 weights and inputs (dynamic quantisation)"),
     "int8-ffn": N_("int8 in the feed-forward and output layers"),
@@ -59,7 +68,7 @@ def linears(model: nn.Module, scheme: str) -> list[str]:
 
 def available(scheme: str) -> bool:
     """Whether this PyTorch build can run `scheme` (oneDNN is in every x86 CPU wheel, not in every build)."""
-    return scheme != ONEDNN or torch.backends.mkldnn.is_available()
+    return scheme not in LAID_OUT or torch.backends.mkldnn.is_available()
 
 
 def quantized(model: Transformer, scheme: str) -> Transformer:
@@ -70,7 +79,7 @@ def quantized(model: Transformer, scheme: str) -> Transformer:
     if not available(scheme):
         raise ValueError(f"precision {scheme!r} needs a PyTorch built with oneDNN (torch.backends.mkldnn)")
     copied = copy.deepcopy(model).cpu().eval()
-    if scheme in ("int8w", ONEDNN):
+    if scheme == "int8w" or scheme in LAID_OUT:
         kind = Int8WeightLinear if scheme == "int8w" else PackedLinear
         for name in linears(copied, scheme):
             parent, _, child = name.rpartition(".")
