@@ -137,3 +137,8 @@ def test_the_card_says_how_the_app_computes_and_what_that_kept(tokenizer, tmp_pa
     card = render_card(tmp_path / "m")
     assert "serves it as `onednn`" in card and "72 -> 52 ms" in card and "within 2.4e-07" in card
     assert "| multi30k:val | 100.0% | 40.83 | 40.83 |" in card
+    slower = {"onednn": {**results["onednn"], "one_sentence_s": {"fp32": 0.120, "onednn": 0.133}}}
+    write_config_entry(tmp_path / "m", "precision", served_entry("fp32", slower, ["../shared/data/multi30k:val"]))
+    card = render_card(tmp_path / "m")            # none chosen: the card says what was tried, and its times
+    assert "The app serves it as fp32, chosen by `python -m model.precision` on ../shared/data/multi30k:val" in card
+    assert "(`onednn` 120 -> 133 ms)" in card
