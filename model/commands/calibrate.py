@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         fail("give at least one --val DIR:SPLIT to fit on")
     if any(split.startswith("test") for _, split in args.val):
         fail("fit on val splits, never on a test split")
+    if not 0 <= args.flag_share <= 1:
+        fail(f"--flag-share is a share of the wrong translations, 0 to 1, not {args.flag_share}")
     ckpt = load_or_exit(args)
     words_text = familiar_words_text([s for spec in args.train for s in _read(ckpt, spec)[0]]) if args.train else None
     familiar = frozenset(words_text.split()) if words_text else None
@@ -185,8 +187,6 @@ def main(argv: list[str] | None = None) -> int:
         judged += judge(ckpt, f"{Path(spec[0]).name}:{spec[1]}", *grouped, opts, familiar)
     if not any(j.wrong for j in judged) or all(j.wrong for j in judged):
         fail("the val sentences are all right or all wrong: nothing to fit")
-    if not 0 <= args.flag_share <= 1:
-        fail(f"--flag-share is a share of the wrong translations, 0 to 1, not {args.flag_share}")
     cal = fit(judged, flag_share=args.flag_share)
     table = report(judged, cal)
     rule = (f"the threshold flags {args.flag_share:.0%} of the wrong" if args.flag_share > 0 else

@@ -9,8 +9,8 @@ softmax, the attention itself) stays as it is:
                 time, where the laid-out weights are read 2-3x faster on some CPUs (BENCHMARKS.md, session 25)
     onednn-out  the same for the output layer alone (d_model -> vocabulary, the largest product of a step); the
                 other linears stay nn.Linear's: on CPUs whose MKL computes a few rows of the small products
-                faster than oneDNN's kernel (session 36's machine: every linear laid out decoded 20 % slower than
-                fp32, the output layer alone 5 % faster)
+                faster than oneDNN's kernel (session 36's machine: every linear laid out decoded 10-25 % slower
+                than fp32, the output layer alone about as fast)
 
     int8w       weight-only: every linear's weights int8 (one scale per output channel), its input and output
                 fp32, multiplied by PyTorch's CPU kernel for that (aten._weight_int8pack_mm, the one torchao's

@@ -258,8 +258,9 @@ def _precision(entry: dict[str, Any] | None) -> list[str]:
     if "identical" not in entry:
         tried = "; ".join(f"`{name}` {ms['fp32']:.0f} -> {ms[name]:.0f} ms"
                           for name, ms in entry.get("tried", {}).items())
-        why = (f", chosen by `python -m model.precision` on {', '.join(entry['chosen_on'])}: no scheme took at most "
-               f"95 % of fp32's time for one sentence as the app decodes it ({tried})" if tried else "")
+        why = "" if not tried else (
+            f", chosen by `python -m model.precision` on {', '.join(entry['chosen_on'])}: no scheme took at most "
+            f"{entry['at_most']:.0%} of fp32's time for one sentence as the app decodes it ({tried})")
         return ["## Precision", "", f"The app serves it as {entry['scheme']}{why}.", ""]
     ms = entry["one_sentence_ms"]
     return _section("Precision",
