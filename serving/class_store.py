@@ -34,6 +34,8 @@ CODE_LENGTH = 8
 IDLE_SECONDS = 4 * 3600                          # a class without a teacher action this long ends
 FOLLOWER_SECONDS = 10.0                          # a follower not seen this long is not counted
 MAX_ANSWER = 80                                  # characters of a typed answer kept
+HITS_KEPT = 1000                                 # a rate key's newest events kept: far past any limit
+HIT_WINDOW_MOST = 3600.0                         # the longest rate window asked for (classes an hour)
 
 
 class ClassGone(Exception):
@@ -176,19 +178,19 @@ class MemoryStore(_Shared):
         self._classes: dict[str, _Class] = {}
         self._lock = threading.RLock()
         self._clock = clock
-        self._hits: dict[str, tuple[int, int]] = {}      # rate key -> (window number, events in it)
+        self._hits: dict[str, list[float]] = {}          # rate key -> times of its events in the last window
 
     def hit(self, key: str, window: float) -> int:
-        """Count one event under `key` (e.g. "join:ADDRESS") in the current `window`-second window;
-        returns the count so far in it (a fixed window: at most twice the limit across a boundary)."""
-        n = int(self._clock() // window)
+        """Count one event under `key` (e.g. "join:ADDRESS"); returns the events under it in the last `window`
+        seconds, this one included (a sliding window: never more than the limit in any `window` seconds)."""
+        now = self._clock()
         with self._lock:
-            if len(self._hits) > 10_000:                  # bounded: old windows go
-                self._hits = {k: v for k, v in self._hits.items() if v[0] >= n}
-            seen, count = self._hits.get(key, (n, 0))
-            count = count + 1 if seen == n else 1
-            self._hits[key] = (n, count)
-            return count
+            if len(self._hits) > 10_000:                  # bounded: keys with no event left in their window go
+                self._hits = {k: v for k, v in self._hits.items() if v and v[-1] > now - HIT_WINDOW_MOST}
+            times = [t for t in self._hits.get(key, ()) if t > now - window][-HITS_KEPT + 1:]
+            times.append(now)
+            self._hits[key] = times
+            return len(times)
 
     def _get(self, code: str) -> _Class:
         c = self._classes.get(code)
@@ -291,7 +293,8 @@ class RedisStore(_Shared):
         tx:class:CODE:seen       sorted set: student -> last check-in time
         tx:class:CODE:polls      hash: poll id -> poll (JSON)
         tx:class:CODE:answers:ID hash: student -> answer (JSON): one each, replaced until the reveal
-        tx:rate:KEY:WINDOW       a counter of events (joins of an address, classes it started) in one window
+        tx:rate:KEY:WINDOW       sorted set: the times of events (joins of an address, classes it started) in the
+                                 last WINDOW seconds
     """
 
     PREFIX = "tx:class:"
@@ -308,12 +311,17 @@ class RedisStore(_Shared):
         return ":".join([self.PREFIX + code, *parts])
 
     def hit(self, key: str, window: float) -> int:
-        """As MemoryStore.hit, counted in Redis (every app process shares the count): tx:rate:KEY:WINDOW."""
-        name = f"tx:rate:{key}:{int(self._clock() // window)}"
+        """As MemoryStore.hit, counted in Redis (every app process shares the count): tx:rate:KEY:WINDOW, a sorted
+        set of the events' times."""
+        now = self._clock()
+        name = f"tx:rate:{key}:{window:g}"
         pipe = self._redis.pipeline()
-        pipe.incr(name)
-        pipe.expire(name, int(window) * 2 + 1)
-        return int(self._call(pipe.execute)[0])
+        pipe.zremrangebyscore(name, "-inf", now - window)
+        pipe.zadd(name, {f"{now!r}:{secrets.token_hex(4)}": now})
+        pipe.zremrangebyrank(name, 0, -HITS_KEPT - 1)
+        pipe.zcard(name)
+        pipe.expire(name, int(window) + 1)
+        return int(self._call(pipe.execute)[3])
 
     def _call(self, fn, *args, **kwargs):
         try:

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+import redis
 
 from serving import class_store
 from serving.class_store import ClassGone, MemoryStore, NotTeacher, RedisStore, StoreDown
@@ -30,7 +31,9 @@ def store_and_clock(request):
     clock = Clock()
     if request.param == "memory":
         return MemoryStore(clock=clock), clock
-    return RedisStore(request.getfixturevalue("redis_url"), clock=clock), clock
+    url = request.getfixturevalue("redis_url")
+    redis.Redis.from_url(url).flushdb()             # the server is shared: each test starts from an empty one
+    return RedisStore(url, clock=clock), clock
 
 
 @pytest.fixture
@@ -355,7 +358,22 @@ def test_events_are_counted_per_key_and_window(store_and_clock):
     assert [store.hit("join:10.0.0.7", 60) for _ in range(3)] == [1, 2, 3]
     assert store.hit("join:10.0.0.8", 60) == 1                       # another address: its own count
     clock.now += 60
-    assert store.hit("join:10.0.0.7", 60) == 1                       # a new window
+    assert store.hit("join:10.0.0.7", 60) == 1                       # a minute later: the three are out of it
+
+
+def test_events_are_counted_in_the_last_window_whatever_the_clock_says(store_and_clock):
+    """A sliding window: two events at 59.5 s and 59.8 s past a minute and a third 0.5 s later (the clock's minute
+    changed) are three in the last minute, as are events spread over any 60 s; an event 60 s old has left it."""
+    store, clock = store_and_clock
+    clock.now = 1_000_019.5                                          # 59.5 s into a clock minute
+    assert [store.hit("join:10.0.0.7", 60) for _ in range(2)] == [1, 2]
+    clock.now += 0.3
+    assert store.hit("join:10.0.0.7", 60) == 3
+    clock.now += 0.5                                                 # the clock's minute has changed
+    assert store.hit("join:10.0.0.7", 60) == 4
+    clock.now += 59.3                                                # the first two are over 60 s old: out
+    assert store.hit("join:10.0.0.7", 60) == 3
+    assert store.hit("class:10.0.0.7", 3600) == 1                    # another kind, another window: its own count
 
 
 def test_joins_per_address_and_classes_started_per_address_are_bounded_and_said(app_checkpoints, monkeypatch):
