@@ -20,6 +20,14 @@ ones judged, its `p_wrong` and `flagged` columns written anew (added where missi
 
   .venv/bin/python -m benchmarks.confidence_sample rescore --checkpoint checkpoints/multi30k-en-de \\
       benchmarks/judged/trust-en-de-shipped.tsv benchmarks/judged/everyday-en-de-deep.tsv
+
+A new model's table starts from the judged ones: each source of the first table translated by the new
+checkpoint as the app decodes; where the output is one a person judged before for that source (in any of
+the tables given), the judgment and its note are carried over (`carried` yes), otherwise `right` is left
+empty for a person to fill in. It prints what is left to judge, and how the carried ones stand:
+
+  .venv/bin/python -m benchmarks.confidence_sample carry --checkpoint runs/x52/extra-en-de \\
+      --out benchmarks/judged/trust-en-de-extra.tsv benchmarks/judged/trust-en-de-shipped.tsv
 """
 from __future__ import annotations
 
@@ -122,6 +130,51 @@ def rescore(args: argparse.Namespace) -> int:
     return 0
 
 
+def judged_outputs(tables: list[list[dict[str, str]]]) -> dict[tuple[str, str], dict[str, str]]:
+    """(source, output) -> its row, for every judged row of the tables (a later table's judgment wins)."""
+    known = {}
+    for rows in tables:
+        for row in rows:
+            output = row.get("output", row.get("translation", ""))
+            if verdict(row):
+                known[row["source"], output] = row
+    return known
+
+
+def carry_row(source: str, output: str, known: dict[tuple[str, str], dict[str, str]]) -> dict[str, str]:
+    """A trust table's row for `output`: the judgment and note of the same output judged before, else empty."""
+    before = known.get((source, output))
+    right = {"right": "yes", "wrong": "no"}.get(verdict(before), "") if before else ""
+    return {"source": source, "output": output, "p_wrong": "", "flagged": "", "right": right,
+            "note": before.get("note", "") if before else "", "carried": "yes" if before else "no"}
+
+
+def carry(args: argparse.Namespace) -> int:
+    ckpt = load_checkpoint(args.checkpoint)
+    opts = DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha, record_steps=False)
+    tables = [read_table(path)[1] for path in args.tsv]
+    known, rows = judged_outputs(tables), []
+    for source in dict.fromkeys(row["source"] for row in tables[0]):
+        ex = explain(ckpt, source, opts)
+        row = carry_row(source, ex.output, known)
+        if ckpt.calibration is not None:
+            conf = ex.confidence(ckpt)
+            row["p_wrong"], row["flagged"] = f"{conf.p_wrong:.3f}", "yes" if conf.flagged else "no"
+        rows.append(row)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, list(rows[0]), delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    carried = [r for r in rows if r["carried"] == "yes"]
+    print(f"{args.out}: {len(rows)} sources, {len(carried)} outputs judged before ("
+          f"{sum(r['right'] == 'yes' for r in carried)} right), {len(rows) - len(carried)} new to judge:")
+    for r in rows:
+        if r["carried"] == "no":
+            print(f"  {r['source']}\n    -> {r['output']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.confidence_sample", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,8 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("rescore", help="score judged tables again with a checkpoint's current calibration")
     r.add_argument("--checkpoint", required=True)
     r.add_argument("tsv", nargs="+")
+    k = sub.add_parser("carry", help="a new model's table: judgments carried where its output was judged before")
+    k.add_argument("--checkpoint", required=True)
+    k.add_argument("--out", required=True)
+    k.add_argument("tsv", nargs="+", help="judged tables of this direction (the first gives the sources)")
     args = p.parse_args(argv)
-    return {"sample": sample, "count": count, "rescore": rescore}[args.command](args)
+    return {"sample": sample, "count": count, "rescore": rescore, "carry": carry}[args.command](args)
 
 
 if __name__ == "__main__":

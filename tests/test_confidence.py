@@ -133,3 +133,34 @@ def test_calibrate_stores_the_fit_that_the_app_then_reads(tmp_path):
     conf = explain(ckpt, "Where is the dog?").confidence(ckpt)
     assert conf.p_wrong is not None and conf.unseen == ("where",) and conf.familiarity_known
 
+
+
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "multi30k-en-de").is_dir(), reason="needs the shipped en-de")
+def test_a_new_models_table_carries_the_judgments_of_outputs_judged_before(tmp_path):
+    """`benchmarks.confidence_sample carry`: where the checkpoint's output is the one judged for that source, its
+    judgment and note come along; an output never judged is left for a person; every source of the first table."""
+    import csv
+    import subprocess
+    import sys
+    trust = ROOT / "benchmarks" / "judged" / "trust-en-de-shipped.tsv"
+    with open(trust, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))[:3]
+    rows[2]["output"] = "Eine andere Übersetzung."                    # judged, but not what the model says
+    judged = tmp_path / "judged.tsv"
+    with open(judged, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, list(rows[0]), delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "new.tsv"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.confidence_sample", "carry", "--checkpoint",
+                           str(ROOT / "checkpoints" / "multi30k-en-de"), "--out", str(out), str(judged)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with open(out, encoding="utf-8") as f:
+        new = list(csv.DictReader(f, delimiter="\t"))
+    assert [r["source"] for r in new] == [r["source"] for r in rows]
+    carried = [(r["carried"], r["right"], r["note"]) for r in new[:2]]
+    assert carried == [("yes", x["right"], x["note"]) for x in rows[:2]]
+    assert new[2]["carried"] == "no" and new[2]["right"] == "" and new[2]["output"] != rows[2]["output"]
+    assert all(r["flagged"] in ("yes", "no") for r in new)              # the shipped model's notice, as the app shows
+    assert "1 new to judge" in done.stdout and rows[2]["source"] in done.stdout
