@@ -28,6 +28,7 @@ from tests.support import (
     settle,
     shown_value,
     wait_drawn,
+    wait_in_page,
 )
 
 SENTENCE = "Two young children are playing with a ball in the park."
@@ -58,7 +59,7 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     box.fill(SENTENCE)
     box.press("Enter")
     settle(page)
-    page.wait_for_function(ALL_DRAWN)
+    wait_in_page(page, ALL_DRAWN)
     no_errors(page)
     shown = page.locator(".st-key-translation h3").first.inner_text().strip()
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
@@ -70,7 +71,7 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     # a head change sends the numbers by name only; a browser that lost them asks for them and gets them again
     page.evaluate("() => window.__attentionNumbers.clear()")
     choose(page, "head", "1")
-    page.wait_for_function(ALL_DRAWN, timeout=30_000)
+    wait_in_page(page, ALL_DRAWN, timeout=30_000)
     assert "layer 0, head 1" in page.locator(".attention-chart .gtitle").last.text_content()
 
     page.get_by_text("Step through decoding").click()
@@ -207,7 +208,7 @@ def test_the_whole_lesson_by_keyboard(server, browser):
         page.wait_for_selector(".st-key-page-lesson [data-testid='stPlotlyChart']")
         no_errors(page)
         if k > 1:                                    # the link is written as the run ends, after its heading shows
-            page.wait_for_function("(k) => new URLSearchParams(location.search).get('lesson') === String(k)",
+            wait_in_page(page, "(k) => new URLSearchParams(location.search).get('lesson') === String(k)",
                                    arg=k, timeout=10_000)
         assert (f"lesson={k}" in page.url) == (k > 1), page.url
         if k in (1, 4, 6, 14):
@@ -354,7 +355,7 @@ def test_the_step_page_by_keyboard_alone(server, browser):
     page.keyboard.type("A dog runs in the park.")
     page.keyboard.press("Enter")
     settle(page)
-    page.wait_for_function("() => document.body.innerText.includes('Step 0 of')")
+    wait_in_page(page, "() => document.body.innerText.includes('Step 0 of')")
     assert "A+dog+runs+in+the+park." in page.url
     page.locator("h1").first.click()                             # start again from the top of the page
     _tab_to(page, "e.getAttribute('role') === 'combobox' && e.closest('.st-key-preset') !== null")
@@ -366,7 +367,7 @@ def test_the_step_page_by_keyboard_alone(server, browser):
     _tab_to(page, "e.tagName === 'BUTTON' && e.closest('.st-key-next') !== null")
     page.keyboard.press("Enter")
     settle(page)
-    page.wait_for_function("() => document.body.innerText.includes('Step 1 of')")
+    wait_in_page(page, "() => document.body.innerText.includes('Step 1 of')")
     no_errors(page)
 
 
@@ -417,13 +418,13 @@ def test_the_heads_chart_switches_heads_in_the_browser_and_the_server_follows(se
         page.locator(f"{chart} .updatemenu-header-group").first.click()
         page.evaluate(SWITCH_TIMER, [chart, k])
         page.locator(f"{chart} .updatemenu-dropdown-button").nth(k).click()
-        page.wait_for_function("window.__switch.drawn !== null", timeout=5_000)
+        wait_in_page(page, "window.__switch.drawn !== null", timeout=5_000)
         seconds.append(page.evaluate("(window.__switch.drawn - window.__switch.clicked) / 1000"))
         # the chosen head, drawn in the browser; read when the chart is there (the server's rerun may be
         # replacing the element at that moment: then the new one is read)
-        page.wait_for_function(SHOWN_HEAD, arg=[chart, k], timeout=10_000)
+        wait_in_page(page, SHOWN_HEAD, arg=[chart, k], timeout=10_000)
         layer, head = divmod(k, n_heads)
-        page.wait_for_function(f"location.search.includes('layer={layer}') && location.search.includes('head={head}')",
+        wait_in_page(page, f"location.search.includes('layer={layer}') && location.search.includes('head={head}')",
                                timeout=30_000)                         # ... and the server caught up
         settle(page)
         assert (shown_value(page, "layer"), shown_value(page, "head")) == (str(layer), str(head))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import CHROMIUM, go_to, no_errors, settle, wait_drawn
+from tests.support import CHROMIUM, go_to, no_errors, settle, wait_drawn, wait_in_page
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -171,7 +171,7 @@ def test_each_kind_of_control_works_from_the_keyboard(shipped_server, browser):
     page.locator(".st-key-next button").first.focus()
     page.keyboard.press("Enter")
     settle(page)
-    page.wait_for_function("() => document.body.innerText.includes('Step 1 of')")
+    wait_in_page(page, "() => document.body.innerText.includes('Step 1 of')")
     _open(page, f"{shipped_server}/explore", ".st-key-layer [role='combobox']")
     page.locator(".st-key-layer [role='combobox']").first.focus()
     page.keyboard.press("ArrowDown")                 # opens the list, on the option after layer 0

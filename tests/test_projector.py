@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ARTIFACTS, CHROMIUM, axe, go_to, no_errors, settle, wait_drawn
+from tests.support import ARTIFACTS, CHROMIUM, axe, go_to, no_errors, settle, wait_drawn, wait_in_page
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -150,7 +150,7 @@ def test_the_presentation_view_from_a_link_steps_with_the_arrow_keys_and_esc_ret
     for _ in range(2):
         page.keyboard.press("ArrowRight")
         settle(page)
-    page.wait_for_function("() => location.search.includes('step=2')", timeout=30_000)
+    wait_in_page(page, "() => location.search.includes('step=2')", timeout=30_000)
     page.keyboard.press("Escape")
     settle(page)
     page.wait_for_selector(".st-key-present_close", state="detached", timeout=30_000)

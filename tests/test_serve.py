@@ -34,6 +34,7 @@ from tests.support import (
     settle,
     shown_value,
     wait_healthy,
+    wait_in_page,
     watch_connection,
 )
 
@@ -217,7 +218,7 @@ def _sidebar(page) -> str:
 
 
 def _shows(page, text: str, timeout: float = 10_000) -> None:
-    page.wait_for_function("(t) => document.body.innerText.includes(t)", arg=text, timeout=timeout)
+    wait_in_page(page, "(t) => document.body.innerText.includes(t)", arg=text, timeout=timeout)
 
 
 def _sentence(page) -> str:
@@ -225,7 +226,7 @@ def _sentence(page) -> str:
 
 
 def _gets_sentence(page, text: str) -> None:
-    page.wait_for_function("(t) => [...document.querySelectorAll('input')].some(i => i.value === t)", arg=text,
+    wait_in_page(page, "(t) => [...document.querySelectorAll('input')].some(i => i.value === t)", arg=text,
                            timeout=10_000)
 
 

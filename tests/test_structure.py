@@ -245,3 +245,15 @@ def test_tests_use_no_private_streamlit_attribute():
                     and node.attr != "_self_attn_block":
                 private.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     assert not private, private
+
+
+def test_browser_tests_wait_on_page_conditions_through_wait_in_page():
+    """Playwright checks a wait_for_function's condition at every animation frame unless told otherwise, which
+    keeps Chromium drawing frames for the whole wait (0.3 core-s a second on the explorer, taken from the app being
+    waited on): tests wait on page conditions through tests.support.wait_in_page, which polls every POLL_MS."""
+    direct = []
+    for path in (ROOT / "tests").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "wait_for_function" and path.name != "support.py":
+                direct.append(f"{path.name}:{node.lineno}")
+    assert not direct, direct

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from i18n import using
-from tests.support import ARTIFACTS, CHROMIUM, ROOT, axe, english_sentences, made_once
+from tests.support import ARTIFACTS, CHROMIUM, ROOT, axe, english_sentences, made_once, wait_in_page
 from webpage import command, content, page
 from webpage.content import Request
 
@@ -224,19 +224,19 @@ def test_the_file_works_from_disk_with_the_network_refused(browser, lesson_html)
     pg.locator("h1").click()
     for t in (1, 2, 3):
         pg.keyboard.press("ArrowRight")
-        pg.wait_for_function(f"document.querySelector('#step-heading').innerText.includes('Step {t} ')")
+        wait_in_page(pg, f"document.querySelector('#step-heading').innerText.includes('Step {t} ')")
     assert pg.locator("#step").input_value() == "3" and "step=3" in pg.locator("#step-link").get_attribute("href")
     tree = pg.evaluate("document.querySelector('[data-chart=\"tree\"]').data.length")
     pg.locator("#methods input[value='greedy']").check()
-    pg.wait_for_function("document.querySelector('#step-heading').innerText.includes('Step 0 ')")
+    wait_in_page(pg, "document.querySelector('#step-heading').innerText.includes('Step 0 ')")
     assert tree >= 2 and pg.locator('[data-chart="tree"]').is_hidden()
 
     # another sentence of the lesson, and large letters
     pg.select_option("#sentence", "6")
-    pg.wait_for_function("document.querySelector('#source-text').innerText === 'Where is the train station?'")
+    wait_in_page(pg, "document.querySelector('#source-text').innerText === 'Where is the train station?'")
     assert pg.locator("#output-text").inner_text().strip()
     pg.locator("#large").check()
-    pg.wait_for_function("document.querySelector('[data-chart=\"attention\"]').layout.font.size === 18")
+    wait_in_page(pg, "document.querySelector('[data-chart=\"attention\"]').layout.font.size === 18")
     pg.screenshot(path=str(ARTIFACTS / "webpage-large.png"), full_page=False)
     counts, violations = {}, {}
     axe(pg, "lesson file", counts, violations)
