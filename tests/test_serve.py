@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -118,7 +119,11 @@ def app_tracebacks(most: int = 80) -> str:
     lines: a page that raised says "This app has encountered an error" and nothing more (showErrorDetails none)."""
     lines = list(LAUNCHER_OUTPUT)
     start = next((i for i, line in enumerate(lines) if line.startswith("Traceback")), len(lines))
-    return "".join(lines[start:start + most]) or "(no traceback in the app processes' output)"
+    if found := "".join(lines[start:start + most]):
+        return found
+    said = [line for line in lines if re.search(r"error|exception|warning", line, re.IGNORECASE)][-20:]
+    return "(no traceback in the app processes' output; its lines that name an error, an exception or a " \
+           "warning, the last 20:)\n" + "".join(said)
 
 
 def get(url: str, path: str, cookies: dict[str, str]) -> dict[str, str]:
