@@ -281,6 +281,28 @@ def test_a_shared_figure_makes_its_dict_once_and_a_change_after_sharing_fails(mo
         same.to_dict()
 
 
+class _Untouchable(dict):
+    """A trace dict that fails if anything takes one of its keys out of it, even for a moment (plotly.io.to_json
+    asks for a "uid" it would drop, which it has not: that changes nothing)."""
+
+    def pop(self, key, *default):
+        if key in self:
+            raise AssertionError(f"the shared dict's trace lost {key!r}")
+        return super().pop(key, *default)
+
+
+def test_checking_a_shared_figure_leaves_its_dict_alone(monkeypatch):
+    """Other sessions read a shared figure's dict at any moment: the suite's check that it was not changed must not
+    change it (validating a dict made plotly pop each trace's "type" and put it back: a session reading it then drew
+    a heatmap as a scatter, the class bell's "Invalid property specified for object of type Scatter")."""
+    from figures.common import VALIDATE
+    monkeypatch.setenv(VALIDATE, "1")
+    same = figures.shared(figures.attention_heatmap(np.full((3, 4), 0.25), ["a", "b", "c"], ["w", "x", "y", "z"], "t"))
+    made = same.to_dict()
+    made["data"][0] = _Untouchable(made["data"][0])
+    assert same.to_dict() is made and made["data"][0]["type"] == "heatmap"
+
+
 def test_a_named_colour_scale_is_plotlys_own_and_a_new_list_each_time():
     import plotly.colors
 

@@ -118,7 +118,7 @@ def app_tracebacks(most: int = 80) -> str:
     """The tracebacks the app processes printed (the launcher runs them without --quiet here), at most `most`
     lines: a page that raised says "This app has encountered an error" and nothing more (showErrorDetails none)."""
     lines = list(LAUNCHER_OUTPUT)
-    start = next((i for i, line in enumerate(lines) if line.startswith("Traceback")), len(lines))
+    start = next((i for i, line in enumerate(lines) if "Traceback" in line), len(lines))   # rich boxes it
     if found := "".join(lines[start:start + most]):
         return found
     said = [line for line in lines if re.search(r"error|exception|warning", line, re.IGNORECASE)][-20:]
