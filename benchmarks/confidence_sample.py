@@ -74,6 +74,13 @@ def read_table(path: str) -> tuple[list[str], list[dict[str, str]]]:
         return list(reader.fieldnames or []), list(reader)
 
 
+def write_table(path: str, columns: list[str], rows: list[dict[str, str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, columns, delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def verdict(row: dict[str, str]) -> str:
     """right, wrong or "" (not judged yet), from a `judgment` column or a trust table's `right` yes/no."""
     if "judgment" in row:
@@ -120,10 +127,7 @@ def rescore(args: argparse.Namespace) -> int:
             row["p_wrong"], row["flagged"] = f"{conf.p_wrong:.3f}", "yes" if conf.flagged else "no"
         at = columns.index(key) + 1
         columns = columns[:at] + [c for c in ("p_wrong", "flagged") if c not in columns] + columns[at:]
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, columns, delimiter="\t", lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
+        write_table(path, columns, rows)
         print(counts(Path(path).name, rows))
         together += rows
     print(counts("all", together))
@@ -143,10 +147,10 @@ def judged_outputs(tables: list[list[dict[str, str]]]) -> dict[tuple[str, str], 
 
 def carry_row(source: str, output: str, known: dict[tuple[str, str], dict[str, str]]) -> dict[str, str]:
     """A trust table's row for `output`: the judgment and note of the same output judged before, else empty."""
-    before = known.get((source, output))
-    right = {"right": "yes", "wrong": "no"}.get(verdict(before), "") if before else ""
-    return {"source": source, "output": output, "p_wrong": "", "flagged": "", "right": right,
-            "note": before.get("note", "") if before else "", "carried": "yes" if before else "no"}
+    before = known.get((source, output), {})
+    return {"source": source, "output": output, "p_wrong": "", "flagged": "",
+            "right": {"right": "yes", "wrong": "no"}.get(verdict(before), ""), "note": before.get("note", ""),
+            "carried": "yes" if before else "no"}
 
 
 def carry(args: argparse.Namespace) -> int:
@@ -162,10 +166,7 @@ def carry(args: argparse.Namespace) -> int:
             row["p_wrong"], row["flagged"] = f"{conf.p_wrong:.3f}", "yes" if conf.flagged else "no"
         rows.append(row)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, list(rows[0]), delimiter="\t", lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    write_table(args.out, list(rows[0]), rows)
     carried = [r for r in rows if r["carried"] == "yes"]
     print(f"{args.out}: {len(rows)} sources, {len(carried)} outputs judged before ("
           f"{sum(r['right'] == 'yes' for r in carried)} right), {len(rows) - len(carried)} new to judge:")

@@ -209,7 +209,7 @@ def test_the_whole_lesson_by_keyboard(server, browser):
         no_errors(page)
         if k > 1:                                    # the link is written as the run ends, after its heading shows
             wait_in_page(page, "(k) => new URLSearchParams(location.search).get('lesson') === String(k)",
-                                   arg=k, timeout=10_000)
+                         arg=k, timeout=10_000)
         assert (f"lesson={k}" in page.url) == (k > 1), page.url
         if k in (1, 4, 6, 14):
             page.screenshot(path=str(ARTIFACTS / f"lesson-{k}.png"), full_page=True)
@@ -425,7 +425,7 @@ def test_the_heads_chart_switches_heads_in_the_browser_and_the_server_follows(se
         wait_in_page(page, SHOWN_HEAD, arg=[chart, k], timeout=10_000)
         layer, head = divmod(k, n_heads)
         wait_in_page(page, f"location.search.includes('layer={layer}') && location.search.includes('head={head}')",
-                               timeout=30_000)                         # ... and the server caught up
+                     timeout=30_000)                         # ... and the server caught up
         settle(page)
         assert (shown_value(page, "layer"), shown_value(page, "head")) == (str(layer), str(head))
     no_errors(page)

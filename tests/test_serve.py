@@ -232,7 +232,7 @@ def _sentence(page) -> str:
 
 def _gets_sentence(page, text: str) -> None:
     wait_in_page(page, "(t) => [...document.querySelectorAll('input')].some(i => i.value === t)", arg=text,
-                           timeout=10_000)
+                 timeout=10_000)
 
 
 def _type_sentence(page, text: str) -> None:
