@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,11 +84,18 @@ def unavailable_response() -> bytes:
     return head.encode() + body
 
 
-def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, errorfile: str | None = None) -> str:
+def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, errorfile: str | None = None,
+                   static_socket: str | None = None) -> str:
     """The HAProxy configuration: sticky by cookie, gzip, health checks, failover, and a
     cache for /static/ (Streamlit's files there are immutable, content-hashed names): after the
-    first browser, a class's ~60 files per first visit come from HAProxy's memory instead
+    first browser, a class's ~120 files per first visit come from HAProxy's memory instead
     of the app processes' Python (measured: 145 ms of app CPU per first visit saved).
+
+    The cache keeps them gzipped: HAProxy compresses after its cache stores (and will not compress before a cache
+    of the same proxy), so /static/ goes through a second proxy of its own, `static_gzip` on `static_socket` (a
+    unix socket; by default an abstract one of a random name), which compresses once per file and encoding;
+    the first proxy's cache keeps what it answered, one copy per Accept-Encoding. Compressing each first visit's
+    8.3 MB again cost HAProxy ~0.03 core-s a student (BENCHMARKS.md, session 38).
 
     Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
     on another server at once: a killed process's students move within ~1.5 s (BENCHMARKS.md, session 22). A
@@ -100,6 +108,9 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     servers = "\n".join(
         f"    server {b.name} {b.host}:{b.port} cookie {b.name} check inter 1s fastinter 250ms fall 2 rise 2"
         + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
+    static_servers = "\n".join(f"    server {b.name} {b.host}:{b.port} check inter 1s fastinter 250ms fall 2 rise 2"
+                               for b in backends)
+    static_at = static_socket or f"abns@transformer-static-{uuid.uuid4().hex[:12]}"
     errors = "".join(f"    errorfile {code} {errorfile}\n" for code in (502, 503, 504)) if errorfile else ""
     return f"""global
     maxconn 4096
@@ -119,6 +130,7 @@ defaults
 frontend classroom
     bind {bind}
     http-request set-header X-Forwarded-For %[src]
+    use_backend static if {{ path_beg /static/ }}
     default_backend app
 
 backend app
@@ -126,12 +138,25 @@ backend app
     cookie {COOKIE} insert indirect nocache httponly
     option httpchk GET /_stcore/health
     http-check expect string ok
-    http-request cache-use static if {{ path_beg /static/ }}
-    http-response cache-store static
     compression algo gzip
     compression type {' '.join(COMPRESSED_TYPES)}
     http-response set-header X-Served-By %[srv_name]
 {servers}
+
+backend static
+    http-request cache-use static if {{ req.hdr(accept-encoding) -m sub gzip }}
+    http-response cache-store static if {{ res.hdr(content-encoding) -m str gzip }}
+    http-response set-header X-Served-By %[srv_name]
+    server static_gzip {static_at}
+
+listen static_gzip
+    bind {static_at}
+    balance roundrobin
+    option httpchk GET /_stcore/health
+    http-check expect string ok
+    compression algo gzip
+    compression type {' '.join(COMPRESSED_TYPES)}
+{static_servers}
 
 cache static
     total-max-size 64
@@ -246,7 +271,8 @@ class Launcher:
         conf = Path(tempfile.mkdtemp(prefix="transformer-serve-")) / "haproxy.cfg"
         unavailable = conf.with_name("unavailable.http")
         unavailable.write_bytes(unavailable_response())
-        conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions, str(unavailable)))
+        conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions, str(unavailable),
+                                       "unix@" + str(conf.with_name("static.sock"))))
         self.proxy = subprocess.Popen([haproxy, "-db", "-f", str(conf)])
         print(f"serving on http://{self.args.bind} ({len(self.ports)} local process(es) on ports "
               f"{', '.join(map(str, self.ports))}; HAProxy config {conf})", file=sys.stderr, flush=True)

@@ -163,10 +163,15 @@ def test_each_browser_stays_on_one_process_by_cookie(proxy):
 
 @needs_haproxy
 def test_static_files_come_gzipped_and_from_the_proxys_cache(proxy):
+    """The cache keeps the gzipped file (compressed once, not at every visit); a client that takes no gzip gets the
+    plain file, from an app process, and leaves the cache to the browsers that do."""
     url, _ = proxy
     index = urllib.request.urlopen(url + "/", timeout=30).read().decode()
     script = next(part.split('"')[0] for part in index.split('src="')[1:] if part.split('"')[0].endswith(".js"))
     path = "/" + script.removeprefix("./").lstrip("/")
+    plain = urllib.request.urlopen(urllib.request.Request(url + path, headers={"Accept-Encoding": "identity"}),
+                                   timeout=30)
+    assert plain.headers.get("Content-Encoding") is None and plain.read()[:1] != b"\x1f"
     first = get(url, path, {})                          # a first browser: may come from an app process
     assert first.get("content-encoding") == "gzip", first
     again = get(url, path, {})                          # the next browser: from HAProxy's cache
