@@ -93,8 +93,9 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
 
     The cache keeps them gzipped: HAProxy compresses after its cache stores (and will not compress before a cache
     of the same proxy), so /static/ goes through a second proxy of its own, `static_gzip` on `static_socket` (a
-    unix socket; by default an abstract one of a random name), which compresses once per file and encoding;
-    the first proxy's cache keeps what it answered, one copy per Accept-Encoding. Compressing each first visit's
+    unix socket; by default an abstract one of a random name), which compresses; the first proxy's cache keeps only
+    gzipped answers and gives them only to requests that take gzip (HAProxy's cache would give a plain copy to
+    everyone), so each file is compressed once. Compressing each first visit's
     8.3 MB again cost HAProxy ~0.03 core-s a student (BENCHMARKS.md, session 38).
 
     Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
@@ -105,11 +106,10 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     max_sessions: at most this many requests (websockets included) per app process at
     once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
     504: unavailable_response() written to a file)."""
-    servers = "\n".join(
-        f"    server {b.name} {b.host}:{b.port} cookie {b.name} check inter 1s fastinter 250ms fall 2 rise 2"
-        + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
-    static_servers = "\n".join(f"    server {b.name} {b.host}:{b.port} check inter 1s fastinter 250ms fall 2 rise 2"
-                               for b in backends)
+    checked = "check inter 1s fastinter 250ms fall 2 rise 2"
+    servers = "\n".join(f"    server {b.name} {b.host}:{b.port} cookie {b.name} {checked}"
+                        + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
+    static_servers = "\n".join(f"    server {b.name} {b.host}:{b.port} {checked}" for b in backends)
     static_at = static_socket or f"abns@transformer-static-{uuid.uuid4().hex[:12]}"
     errors = "".join(f"    errorfile {code} {errorfile}\n" for code in (502, 503, 504)) if errorfile else ""
     return f"""global
