@@ -52,6 +52,13 @@ BOX = """(kb) => { """ + SEEN + """
   return {x: r.x, y: r.y, width: r.width, height: r.height}; }"""
 
 
+# The control's widget has no transition or animation still running (a focus ring fades in and out): the
+# getAnimations() call itself brings the style up to date, so a transition the focus change starts is counted.
+STILL = """(kb) => { const e = document.querySelector(`[data-kb="${kb}"]`);
+  return (e.closest('[data-testid^=st]') || e).getAnimations({subtree: true})
+    .every(a => a.playState !== 'running'); }"""
+
+
 def _shot(page, kb: str, pad: int = 6) -> bytes:
     """The control and a few pixels around it, as the window shows it (a focus ring may be drawn outside
     the box, or by the control's frame)."""
@@ -91,10 +98,10 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
             break                                   # past the page's own part
         reached.append(kb)
         if kb in by_kb and by_kb[kb]["kind"] not in ring:     # the same view with and without the focus
-            page.wait_for_timeout(150)              # the ring's transition
+            wait_in_page(page, STILL, kb, timeout=5_000)       # the ring's transition over
             focused = _shot(page, kb)
             page.evaluate("() => document.activeElement.blur()")
-            page.wait_for_timeout(150)
+            wait_in_page(page, STILL, kb, timeout=5_000)
             ring[by_kb[kb]["kind"]] = _shot(page, kb) != focused
             page.evaluate("(kb) => document.querySelector(`[data-kb='${kb}']`).focus({preventScroll: true})", kb)
     return controls, {k for k in reached if k is not None}
