@@ -222,8 +222,11 @@ def test_a_bundle_installs_with_no_network_and_serves_the_app_and_a_class(tmp_pa
     finally:
         serve.terminate()
         assert serve.wait(timeout=30) == 0
-    time.sleep(0.5)
-    assert not [p for p in psutil.process_iter(["cmdline"]) if str(app_port) in (p.info["cmdline"] or [])]
+    left, deadline = ["?"], time.monotonic() + 5          # its app process ended with it (a moment to be reaped)
+    while left and time.monotonic() < deadline:
+        left = [p for p in psutil.process_iter(["cmdline"]) if str(app_port) in (p.info["cmdline"] or [])]
+        time.sleep(0.05 if left else 0)
+    assert not left, left
     said = serve.stderr.read()
     assert f"serving on http://127.0.0.1:{port}" in said
     assert ("HAProxy config" in said) == (shutil.which("haproxy") is not None)   # without it: one process, said
