@@ -29,7 +29,7 @@ from benchmarks.common import ROOT, machine
 
 KEYS = (("first_p50", "first page p50"), ("first_p95", "first page p95"), ("change_p95", "a widget change p95"),
         ("cpu_cores", "server CPU (cores)"), ("core_s_per_first", "core-seconds per first page"),
-        ("rss_max_mb", "largest app process (MB)"))
+        ("rss_max_mb", "largest app process (MB)"), ("client_core_s", "the load client's own core-s (same cores)"))
 
 
 def serve_command(build: Path, port: int, processes: int) -> list[str]:
@@ -90,7 +90,10 @@ def report(names: list[str], runs: dict[str, list[dict]]) -> None:
     print(_row(["", *names, *ratios]))
     print("|---" * (1 + len(names) + len(ratios)) + "|")
     for key, label in KEYS:
-        med = {n: statistics.median(r[key] for r in runs[n] if r[key] is not None) for n in names}
+        seen = {n: [r[key] for r in runs[n] if r.get(key) is not None] for n in names}
+        if not all(seen.values()):
+            continue                                   # a key an older run's summary does not have
+        med = {n: statistics.median(v) for n, v in seen.items()}
         print(_row([label, *(f"{med[n]:.2f}" for n in names), *(f"{med[n] / med[names[0]]:.2f}" for n in names[1:])]))
     print(_row(["errors", *(str(sum(r["errors"] for r in runs[n])) for n in names), *([""] * len(ratios))]))
 

@@ -22,7 +22,9 @@ that student's own sentence's (computed beforehand from the same checkpoint): a 
 is counted as an error and, if it is another student's, as cross-talk.
 Server CPU: the summed CPU time of the app processes (and haproxy) over the level's wall time, and per first page
 (core-seconds: that CPU time over the level's first pages, widget changes included). Memory: the app processes'
-resident size at the level's end (the largest, and all of them together).
+resident size at the level's end (the largest, and all of them together). The client's own CPU over the level (this
+process: the simulated browsers) is reported beside it: it runs on the server's cores, which a real class's laptops
+do not (a class of 100 on 2 cores: about a quarter of the CPU, docs/benchmarks-history.md session 39).
 Loopback only; every wait has a timeout and every loop a bound.
 """
 from __future__ import annotations
@@ -137,7 +139,7 @@ def cpu_seconds(procs) -> float:
 async def level(args, n: int, expected: dict[str, str], static: list[str]) -> dict:
     rng = random.Random(n)
     procs = server_processes()
-    cpu0, wall0 = cpu_seconds(procs), time.monotonic()
+    cpu0, wall0, client0 = cpu_seconds(procs), time.monotonic(), time.process_time()
     shared = args.scenario == "shared"
     students = []
     for i in range(n):
@@ -155,6 +157,7 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
     cpu = cpu_seconds(procs) - cpu0
     out = summary(n, runs, cpu / wall, expected)
     out["core_s_per_first"] = cpu / max(1, sum(r.kind == "first" for r in runs))
+    out["client_core_s"] = time.process_time() - client0        # the simulated browsers, on the same cores
     out["rss_mb"] = resident_mb(procs)
     out["rss_max_mb"] = out["rss_mb"][0]
     args.used += n if args.scenario == "distinct" else 0
