@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from figures.common import MARGIN, axis, labels
+from figures.common import MARGIN, axis, from_spec, labels
 from i18n import N_, _, ngettext
 
 OTHER = N_("(their own word)")
@@ -22,18 +22,18 @@ def poll_results(options: Sequence[str], answers: Sequence[str], model: Mapping[
         ([sum(a not in options for a in answers) / n] if OTHER in rows else [])
     at = list(range(len(rows)))
     shown = [_(OTHER) if r == OTHER else r for r in rows]
-    fig = go.Figure(go.Bar(name=ngettext("class ({n} answer)", "class ({n} answers)", len(answers)).format(
-                               n=len(answers)), x=share,
-                           y=at, orientation="h", marker=dict(color=CLASS_COLOR), text=[f"{s:.0%}" for s in share],
-                           textposition="outside", customdata=labels(shown),
-                           hovertemplate=_("%{customdata}: %{x:.0%} of the class<extra></extra>")))
+    # plain dicts (figures/common.from_spec): every follower of a class builds this figure when the teacher reveals
+    bars = [dict(type="bar", name=ngettext("class ({n} answer)", "class ({n} answers)", len(answers)).format(
+                     n=len(answers)), x=share, y=at, orientation="h", marker=dict(color=CLASS_COLOR),
+                 text=[f"{s:.0%}" for s in share], textposition="outside", customdata=labels(shown),
+                 hovertemplate=_("%{customdata}: %{x:.0%} of the class<extra></extra>"))]
     if model is not None:
         probs = [model.get(o, 0.0) for o in options] + ([None] if OTHER in rows else [])
-        fig.add_bar(name=_("model"), x=probs, y=at, orientation="h", customdata=labels(shown),
-                    marker=dict(color=MODEL_COLOR, pattern_shape="/"),
-                    text=[f"{p:.0%}" if p is not None else "" for p in probs], textposition="outside",
-                    hovertemplate="%{customdata}: p = %{x:.3f}<extra></extra>")
-    fig.update_layout(title=title, barmode="group", yaxis=axis(shown, reverse=True),
-                      xaxis=dict(range=[0, 1.2], title=_("share of the class / probability"), tickformat=".0%"),
-                      height=140 + 44 * len(rows), margin=MARGIN, legend=dict(orientation="h", y=-0.25))
-    return fig
+        bars.append(dict(type="bar", name=_("model"), x=probs, y=at, orientation="h", customdata=labels(shown),
+                         marker=dict(color=MODEL_COLOR, pattern=dict(shape="/")),
+                         text=[f"{p:.0%}" if p is not None else "" for p in probs], textposition="outside",
+                         hovertemplate="%{customdata}: p = %{x:.3f}<extra></extra>"))
+    return from_spec(bars, dict(
+        title=dict(text=title), barmode="group", yaxis=axis(shown, reverse=True),
+        xaxis=dict(range=[0, 1.2], title=dict(text=_("share of the class / probability")), tickformat=".0%"),
+        height=140 + 44 * len(rows), margin=MARGIN, legend=dict(orientation="h", y=-0.25)))
