@@ -10,6 +10,11 @@ before the page that called it); the app processes' CPU time over the class (psu
 samples, and HAProxy's own CPU (it sends the static files, gzipped once and kept) is read apart. Printed: core-seconds
 per first page for each bucket. py-spy adds a few per cent of CPU to the processes it samples; class_load's one
 Chromium visit (to learn the static files) adds a first page before the class. Nothing else should run meanwhile.
+
+Every thread that is not idle is sampled, also one waiting for the GIL: it is counted where it let the GIL go (a
+socket read, a large hash update), which inflates those places when the sessions' threads compete. --gil samples
+only the thread holding the GIL: right for Python code, but torch releases the GIL while it computes, so the model's
+passes then count for less than their CPU. Compare both (docs/benchmarks-history.md, session 39).
 """
 from __future__ import annotations
 
@@ -60,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--processes", type=int, default=2, help="app processes (the launcher's default on 2 cores)")
     p.add_argument("--port", type=int, default=8770)
     p.add_argument("--out", help="keep py-spy's raw stacks and the server's log in this folder")
+    p.add_argument("--gil", action="store_true", help="sample only the thread holding the GIL (see above)")
     args = p.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).exists():
@@ -71,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         procs = [p for p in server_processes() if p.info["name"] not in ("redis-server",)]
         apps = [p for p in procs if "streamlit" in " ".join(p.cmdline())]
         proxy = [p for p in procs if p.info["name"] == "haproxy"]
-        spies = [subprocess.Popen([spy, "record", "-p", str(a.pid), "-r", "100", "-f", "raw", "--nonblocking",
+        spies = [subprocess.Popen([spy, "record", *(["--gil"] if args.gil else []), "-p", str(a.pid), "-r", "100",
+                                   "-f", "raw", "--nonblocking",
                                    "-o", str(out / f"app-{a.pid}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for a in apps]
         app_before, proxy_before = cpu_seconds(apps), cpu_seconds(proxy)
