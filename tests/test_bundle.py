@@ -222,10 +222,10 @@ def test_a_bundle_installs_with_no_network_and_serves_the_app_and_a_class(tmp_pa
     finally:
         serve.terminate()
         assert serve.wait(timeout=30) == 0
-    left, deadline = ["?"], time.monotonic() + 5          # its app process ended with it (a moment to be reaped)
-    while left and time.monotonic() < deadline:
-        left = [p for p in psutil.process_iter(["cmdline"]) if str(app_port) in (p.info["cmdline"] or [])]
-        time.sleep(0.05 if left else 0)
+    deadline = time.monotonic() + 5                       # its app process ended with it (a moment to be reaped)
+    while (left := [p for p in psutil.process_iter(["cmdline"]) if str(app_port) in (p.info["cmdline"] or [])]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not left, left
     said = serve.stderr.read()
     assert f"serving on http://127.0.0.1:{port}" in said
