@@ -1,4 +1,5 @@
-"""Fast copies of a model (model/inference/precision.py: oneDNN fp32, int8) and the command that measures them."""
+"""Fast copies of a model (model/inference/precision.py: oneDNN fp32, fp16 weights, int8) and the command that
+measures them."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,19 @@ from torch import nn
 from model.commands.translate import main as translate_main
 from model.inference.decoding import decode
 from model.inference.options import DecodeOptions
-from model.inference.precision import ONEDNN, ONEDNN_OUT, SCHEMES, Int8WeightLinear, PackedLinear, linears, quantized
+from model.inference.precision import (
+    FP16W,
+    FP16W_DEC,
+    ONEDNN,
+    ONEDNN_OUT,
+    SCHEMES,
+    Fp16WeightLinear,
+    Int8WeightLinear,
+    PackedLinear,
+    available,
+    linears,
+    quantized,
+)
 from model.storage.checkpoint import save_checkpoint
 from tests.support import random_batch, tiny_model
 
@@ -76,20 +89,39 @@ def test_the_choice_is_the_fastest_passing_scheme_and_only_if_faster_than_fp32()
     assert choose(timed("a", 0.08, 0.09)) == "fp32"                                   # slower than fp32 here
     assert choose(timed("a", 0.100, 0.099)) == "fp32"             # 1 % faster: not worth the copy's memory
     assert choose(timed("c", 0.08, 0.01, ok=False)) == "fp32"
+    big, small = timed("big", 0.10, 0.040), timed("small", 0.10, 0.044)
+    big["big"]["added_mb"], small["small"]["added_mb"] = 44.0, 25.0
+    assert choose(big | small) == "small"                     # 0.44 against 0.40 of fp32: the smaller copy
+    small["small"]["one_sentence_s"]["small"] = 0.050
+    assert choose(big | small) == "big"                       # 0.50: no longer as fast
 
 
-@pytest.mark.parametrize("scheme", [ONEDNN, ONEDNN_OUT])
-def test_the_onednn_copy_is_fp32_to_its_last_digits_and_decodes_as_fp32_does(scheme):
-    """The served fast paths (issue 43): every linear (onednn), or the output layer alone (onednn-out), replaced
-    by oneDNN's laid-out fp32 weights; logits within fp32's rounding, the same beam search, the same attention
-    rows; the fp32 model untouched."""
-    model = tiny_model(seed=5).eval()
+def _fp16_valued(model: nn.Module) -> nn.Module:
+    """The model with every weight rounded to fp16's nearest (as a checkpoint stored in fp16 loads), in fp32."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().float())
+    return model
+
+
+@pytest.mark.parametrize("scheme", [ONEDNN, ONEDNN_OUT, FP16W, FP16W_DEC])
+def test_the_fast_fp32_copy_is_fp32_to_its_last_digits_and_decodes_as_fp32_does(scheme):
+    """The served fast paths (issues 43, 53): every linear (onednn), or the output layer alone (onednn-out),
+    replaced by oneDNN's laid-out fp32 weights; or FBGEMM's fp16-held weights with fp32 arithmetic, every linear
+    (fp16w) or the decoder's and output layer's (fp16w-dec), on a model whose weights fp16 holds exactly (the
+    shipped checkpoints store fp16). Logits within fp32's rounding, the same beam search, the same attention rows;
+    the fp32 model untouched."""
+    if not available(scheme):
+        pytest.skip(f"this PyTorch cannot run {scheme}")
+    model = _fp16_valued(tiny_model(seed=5)).eval()
     fast = quantized(model, scheme)
-    laid_out = {n for n, m in fast.named_modules() if isinstance(m, PackedLinear)}
+    kind = Fp16WeightLinear if scheme in (FP16W, FP16W_DEC) else PackedLinear
+    laid_out = {n for n, m in fast.named_modules() if isinstance(m, kind)}
     assert laid_out == set(linears(model, scheme)) and laid_out
     assert {n for n, m in fast.named_modules() if type(m) is nn.Linear} == \
         {n for n, m in model.named_modules() if type(m) is nn.Linear} - laid_out
-    assert scheme == ONEDNN or laid_out == {"generator"}
+    assert scheme != ONEDNN_OUT or laid_out == {"generator"}
+    assert scheme != FP16W_DEC or laid_out == {n for n in linears(model, FP16W) if not n.startswith("encoder.")}
     assert all(type(model.get_submodule(n)) is nn.Linear for n in linears(model, scheme))       # untouched
     src = random_batch(40, [9, 7, 5], seed=2)
     want, got = _logits(model, src), _logits(fast, src)
@@ -114,3 +146,18 @@ def test_translate_computes_at_the_checkpoints_served_precision_or_the_one_asked
     assert outputs["served"] == outputs["fp32"] == outputs[ONEDNN] and outputs["fp32"].count("\n") == 2
     with pytest.raises(SystemExit):
         translate_main([*args, "--precision", "int4"])
+
+
+def test_a_fast_copy_shares_what_it_does_not_replace():
+    """fp16w-dec replaces the decoder's and the output layer's linears: the encoder's weights, the embeddings and
+    the norms are the fp32 model's own tensors (no second copy in memory), the replaced ones are not."""
+    if not available(FP16W_DEC):
+        pytest.skip("this PyTorch has no FBGEMM")
+    model = tiny_model(seed=2).eval()
+    fast = quantized(model, FP16W_DEC)
+    theirs = {n: p.data_ptr() for n, p in model.named_parameters()}
+    ours = {n: p.data_ptr() for n, p in fast.named_parameters()}
+    replaced = tuple(f"{n}." for n in linears(model, FP16W_DEC))
+    assert ours and all(theirs[n] == ptr for n, ptr in ours.items())
+    assert not any(n.startswith(replaced) for n in ours)
+    assert any(n.startswith("encoder.") for n in ours) and any("norm" in n for n in ours)

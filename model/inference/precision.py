@@ -12,6 +12,14 @@ softmax, the attention itself) stays as it is:
                 faster than oneDNN's kernel (session 36's machine: every linear laid out decoded 10-25 % slower
                 than fp32, the output layer alone about as fast)
 
+    fp16w       fp32 arithmetic, every linear's weights held in fp16 (FBGEMM's fp16-weight kernel, the one
+                torch.ao's fp16 dynamic quantisation calls: each weight turned back into fp32 as it is multiplied).
+                The shipped checkpoints store their weights in fp16, so these are the very numbers fp32 holds; the
+                sums come in another order (within ~1e-5). Decoding reads every decoder weight at every step:
+                half the bytes, and they fit the CPU's cache (session 40: one sentence 2.4x faster)
+    fp16w-dec   the same for the decoder and the output layer only (what every step reads); the encoder, run once
+                a sentence, stays nn.Linear's, so the fast copy holds about half the bytes
+
     int8w       weight-only: every linear's weights int8 (one scale per output channel), its input and output
                 fp32, multiplied by PyTorch's CPU kernel for that (aten._weight_int8pack_mm, the one torchao's
                 int8 weight-only configuration uses)
@@ -26,6 +34,7 @@ may ask for fp32 (`python -m model.precision` measures which scheme a checkpoint
 from __future__ import annotations
 
 import copy
+import warnings
 
 import torch
 from torch import nn
@@ -38,9 +47,14 @@ EVERY = ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2", "generator")
 ONEDNN = "onednn"
 ONEDNN_OUT = "onednn-out"
 LAID_OUT = (ONEDNN, ONEDNN_OUT)                      # fp32, its weights laid out for oneDNN (PackedLinear)
-SCHEMES: dict[str, tuple[str, ...]] = {             # scheme -> the linears it replaces (name suffixes)
-    ONEDNN: EVERY,
+FP16W = "fp16w"
+FP16W_DEC = "fp16w-dec"
+HALF_WEIGHTS = (FP16W, FP16W_DEC)                    # fp32 arithmetic on fp16 weights (Fp16WeightLinear)
+SCHEMES: dict[str, tuple[str, ...]] = {             # scheme -> the linears it replaces: a name's last part, or
+    ONEDNN: EVERY,                                  # (ending in ".") the start of its name
     ONEDNN_OUT: ("generator",),
+    FP16W: EVERY,
+    FP16W_DEC: ("decoder.", "generator"),
     "int8w": EVERY,
     "int8": EVERY,
     "int8-ffn": ("w_1", "w_2", "generator"),
@@ -52,6 +66,9 @@ DESCRIPTIONS = {                                     # what each does, said in t
     ONEDNN: N_("fp32 with its weights laid out once for oneDNN's matrix kernel (the same sums in another order)"),
     ONEDNN_OUT: N_("fp32, the output layer's weights laid out once for oneDNN's matrix kernel (the same sums in "
                    "another order)"),
+    FP16W: N_("fp32 arithmetic on every weight held in fp16, the very numbers the checkpoint stores"),
+    FP16W_DEC: N_("fp32 arithmetic on the decoder's and output layer's weights held in fp16, the very numbers the "
+                  "checkpoint stores"),
     "int8w": N_("int8 weights, fp32 arithmetic"),
     "int8": N_("int8 weights and inputs (dynamic quantisation)"),
     "int8-ffn": N_("int8 in the feed-forward and output layers"),
@@ -63,24 +80,40 @@ def linears(model: nn.Module, scheme: str) -> list[str]:
     """The names of the linear layers `scheme` quantises in `model`."""
     wanted = SCHEMES[scheme]
     return [name for name, m in model.named_modules()
-            if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] in wanted]
+            if isinstance(m, nn.Linear) and any(_names(name, part) for part in wanted)]
+
+
+def _names(name: str, part: str) -> bool:
+    return name.startswith(part) if part.endswith(".") else name.rsplit(".", 1)[-1] == part
 
 
 def available(scheme: str) -> bool:
-    """Whether this PyTorch build can run `scheme` (oneDNN is in every x86 CPU wheel, not in every build)."""
-    return scheme not in LAID_OUT or torch.backends.mkldnn.is_available()
+    """Whether this PyTorch build can run `scheme` (oneDNN is in every x86 CPU wheel, FBGEMM in every x86 one
+    too; neither in every build; FBGEMM's fp16 kernel is deprecated and may leave a later PyTorch)."""
+    if scheme in LAID_OUT:
+        return torch.backends.mkldnn.is_available()
+    if scheme in HALF_WEIGHTS:
+        return "fbgemm" in torch.backends.quantized.supported_engines and \
+            hasattr(torch.ops.aten, "fbgemm_linear_fp16_weight_fp32_activation")
+    return True
 
 
 def quantized(model: Transformer, scheme: str) -> Transformer:
-    """A copy of `model` (in eval mode, on the CPU) with `scheme`'s linears replaced; `model` is untouched.
-    The copy runs under torch.inference_mode only (no gradients through it: attribution reads the fp32 model)."""
+    """A copy of `model` (in eval mode, on the CPU) with `scheme`'s linears replaced; `model` is untouched. The
+    copy shares every tensor it does not replace with `model` (the embeddings, norms, the linears the scheme leaves):
+    it costs only the replaced weights' bytes. It runs under torch.inference_mode only (no gradients through it:
+    attribution reads the fp32 model), and a model trained further afterwards needs a new copy."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown precision {scheme!r}: one of {', '.join(PRECISIONS)}")
     if not available(scheme):
-        raise ValueError(f"precision {scheme!r} needs a PyTorch built with oneDNN (torch.backends.mkldnn)")
-    copied = copy.deepcopy(model).cpu().eval()
-    if scheme == "int8w" or scheme in LAID_OUT:
-        kind = Int8WeightLinear if scheme == "int8w" else PackedLinear
+        raise ValueError(f"precision {scheme!r} needs a PyTorch built with "
+                         f"{'FBGEMM' if scheme in HALF_WEIGHTS else 'oneDNN (torch.backends.mkldnn)'}")
+    if any(t.device.type != "cpu" for t in model.parameters()):
+        model = copy.deepcopy(model).cpu()                                  # the original stays on its device
+    shared = {id(t): t for t in (*model.parameters(), *model.buffers())}    # what the scheme leaves is not copied
+    copied = copy.deepcopy(model, memo=shared).eval()
+    if scheme == "int8w" or scheme in LAID_OUT or scheme in HALF_WEIGHTS:
+        kind = Int8WeightLinear if scheme == "int8w" else Fp16WeightLinear if scheme in HALF_WEIGHTS else PackedLinear
         for name in linears(copied, scheme):
             parent, _, child = name.rpartition(".")
             owner = copied.get_submodule(parent) if parent else copied
@@ -88,7 +121,7 @@ def quantized(model: Transformer, scheme: str) -> Transformer:
         return copied
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
     spec = {name: per_channel_dynamic_qconfig for name in linears(copied, scheme)}
-    return quantize_dynamic(copied, qconfig_spec=spec, dtype=torch.qint8)
+    return quantize_dynamic(copied, qconfig_spec=spec, dtype=torch.qint8, inplace=True)
 
 
 class PackedLinear(nn.Module):
@@ -106,6 +139,26 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:                       # (..., in) -> (..., out)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+
+class Fp16WeightLinear(nn.Module):
+    """nn.Linear whose weight is held in fp16, packed once for FBGEMM's kernel, which turns each weight back into
+    fp32 as it multiplies: y = x W^T + b in fp32, the sums in FBGEMM's order. Exact for weights that fp16 holds
+    exactly (a checkpoint stored in fp16); for others, W rounded to fp16 first."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        w = linear.weight.detach().float().contiguous()                       # (out, in)
+        with warnings.catch_warnings():                                       # deprecated, not gone (torch 2.13)
+            warnings.simplefilter("ignore")
+            self.packed = torch.ops.aten.fbgemm_pack_gemm_matrix_fp16(w)     # opaque: cannot be read back
+        self.bias = linear.bias.detach().float().clone() if linear.bias is not None else torch.zeros(w.size(0))
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:                       # (..., in) -> (..., out)
+        flat = x.reshape(-1, self.in_features).float()                        # (N, in)
+        y = torch.ops.aten.fbgemm_linear_fp16_weight_fp32_activation(flat, self.packed, self.bias)   # (N, out)
+        return y.reshape(*x.shape[:-1], self.out_features)
 
 
 class Int8WeightLinear(nn.Module):
@@ -129,12 +182,28 @@ class Int8WeightLinear(nn.Module):
 
 def size_bytes(model: nn.Module) -> int:
     """Bytes of the model's weights as held in memory (int8 packed weights counted as stored; oneDNN's laid-out
-    fp32 weights as fp32)."""
+    fp32 weights as fp32; FBGEMM's fp16 ones as fp16), tensors it shares with another model included."""
     state = model.state_dict()
     total = sum(4 * m.in_features * m.out_features for m in model.modules() if isinstance(m, PackedLinear))
+    total += sum(2 * m.in_features * m.out_features + 4 * m.out_features for m in model.modules()
+                 if isinstance(m, Fp16WeightLinear))
     for value in state.values():
         if isinstance(value, torch.Tensor):
             total += value.numel() * value.element_size()
         elif isinstance(value, tuple):                                  # a packed (weight, bias) pair
             total += sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
     return total
+
+
+def added_bytes(model: nn.Module) -> int:
+    """Bytes a fast copy holds beyond the fp32 model it shares the rest with: its replaced linears' weights."""
+    total = 0
+    for m in model.modules():
+        if isinstance(m, PackedLinear):
+            total += 4 * m.in_features * m.out_features
+        elif isinstance(m, Fp16WeightLinear):
+            total += 2 * m.in_features * m.out_features
+        elif isinstance(m, Int8WeightLinear) or type(m).__module__.startswith("torch.ao.nn.quantized"):
+            total += getattr(m, "in_features", 0) * getattr(m, "out_features", 0)
+    return total
+

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from i18n import N_, _, num
+from model.inference.precision import DESCRIPTIONS
 from model.network.config import ModelConfig
 
 EVAL_RESULTS = "eval_results.json"
@@ -264,12 +265,19 @@ def _precision(entry: dict[str, Any] | None) -> list[str]:
         return ["## Precision", "", f"The app serves it as {entry['scheme']}{why}.", ""]
     ms = entry["one_sentence_ms"]
     return _section("Precision",
-                    f"The app serves it as `{entry['scheme']}`, chosen by `python -m model.precision` on "
+                    f"The app serves it as `{entry['scheme']}` ({_scheme_words(entry)}), chosen by "
+                    f"`python -m model.precision` on "
                     f"{', '.join(entry['chosen_on'])} ({entry['decoding']}); every attention weight within "
                     f"{entry['attention_gap']:.1e} of fp32's; one sentence as the app decodes it "
                     f"{ms['fp32']:.0f} -> {ms[entry['scheme']]:.0f} ms. The link parameter `fp32=1` shows plain fp32.",
                     ("set", "identical to fp32", "BLEU fp32", "BLEU served"),
                     [(name, f"{share:.1%}", *entry["bleu"][name]) for name, share in entry["identical"].items()])
+
+
+def _scheme_words(entry: dict[str, Any]) -> str:
+    """What the served scheme computes, and the memory its copy takes beside the fp32 model."""
+    words = DESCRIPTIONS.get(entry["scheme"], entry["scheme"])
+    return words if entry.get("added_mb") is None else f"{words}; its copy holds {entry['added_mb']} MB beside fp32's"
 
 
 def _confidence(entry: dict[str, Any] | None) -> list[str]:
