@@ -47,6 +47,10 @@ FOCUSED = """(main) => { const e = document.activeElement;
   return [e && e.dataset ? (e.dataset.kb || null) : null, !!e && !!e.closest(main)]; }"""
 
 
+# The control's seen part into the window's middle: the browser scrolls only the focused element into view, and
+# a radio's, a toggle's or a slider's own input is a 1 px dot whose label can still hang below the window's edge.
+SHOW = """(kb) => { """ + SEEN + """
+  seen(document.querySelector(`[data-kb="${kb}"]`)).scrollIntoView({block: 'center', inline: 'nearest'}); }"""
 BOX = """(kb) => { """ + SEEN + """
   const r = seen(document.querySelector(`[data-kb="${kb}"]`)).getBoundingClientRect();
   return {x: r.x, y: r.y, width: r.width, height: r.height}; }"""
@@ -98,6 +102,7 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
             break                                   # past the page's own part
         reached.append(kb)
         if kb in by_kb and by_kb[kb]["kind"] not in ring:     # the same view with and without the focus
+            page.evaluate(SHOW, kb)
             wait_in_page(page, STILL, kb, timeout=5_000)       # the ring's transition over
             focused = _shot(page, kb)
             page.evaluate("() => document.activeElement.blur()")
