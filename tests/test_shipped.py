@@ -107,6 +107,29 @@ def test_the_app_presets_translate_correctly(name):
 
 
 @pytest.mark.parametrize("name", sorted(PRESET_OUTPUTS))
+def test_the_served_copy_translates_the_presets_as_fp32_and_attends_alike(name):
+    """What the app computes with (config.json "precision", chosen by model.precision): each preset's translation
+    is fp32's, and every attention weight of its traced pass, every kind, within 1e-5 of fp32's."""
+    import dataclasses
+
+    import torch
+
+    from model.inference.pipeline import explain
+    from model.inference.precision import FP32, available, quantized
+    ckpt = load_checkpoint(ROOT / "checkpoints" / name)
+    if ckpt.precision == FP32 or not available(ckpt.precision):
+        pytest.skip(f"{name} is served as fp32 here")
+    served = dataclasses.replace(ckpt, model=quantized(ckpt.model, ckpt.precision))
+    opts = DecodeOptions("beam", beam_size=4, alpha=ckpt.beam_alpha, record_steps=True)
+    with torch.inference_mode():
+        for text, want in PRESET_OUTPUTS[name].items():
+            plain, fast = explain(ckpt, text, opts), explain(served, text, opts)
+            assert plain.output == fast.output == want
+            for kind in ("encoder_self", "decoder_self", "cross"):
+                assert (plain.trace.attention(kind) - fast.trace.attention(kind)).abs().max() < 1e-5, (text, kind)
+
+
+@pytest.mark.parametrize("name", sorted(PRESET_OUTPUTS))
 def test_shipped_models_know_their_training_words_and_their_confidence(name):
     ckpt = load_checkpoint(ROOT / "checkpoints" / name)
     assert ckpt.calibration is not None and ckpt.familiar_words and len(ckpt.familiar_words) > 10_000
