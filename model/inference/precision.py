@@ -96,7 +96,8 @@ def available(scheme: str) -> bool:
         return torch.backends.mkldnn.is_available()
     if scheme in HALF_WEIGHTS:
         return "fbgemm" in torch.backends.quantized.supported_engines and \
-            hasattr(torch.ops.aten, "fbgemm_linear_fp16_weight_fp32_activation")
+            hasattr(torch.ops.aten, "fbgemm_linear_fp16_weight_fp32_activation") and \
+            torch.backends.cpu.get_cpu_capability().startswith(("AVX2", "AVX512"))    # FBGEMM's kernels need AVX2
     return True
 
 
