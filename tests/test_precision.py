@@ -12,6 +12,7 @@ from model.inference.options import DecodeOptions
 from model.inference.precision import (
     FP16W,
     FP16W_DEC,
+    HALF_WEIGHTS,
     ONEDNN,
     ONEDNN_OUT,
     SCHEMES,
@@ -115,7 +116,7 @@ def test_the_fast_fp32_copy_is_fp32_to_its_last_digits_and_decodes_as_fp32_does(
         pytest.skip(f"this PyTorch cannot run {scheme}")
     model = _fp16_valued(tiny_model(seed=5)).eval()
     fast = quantized(model, scheme)
-    kind = Fp16WeightLinear if scheme in (FP16W, FP16W_DEC) else PackedLinear
+    kind = Fp16WeightLinear if scheme in HALF_WEIGHTS else PackedLinear
     laid_out = {n for n, m in fast.named_modules() if isinstance(m, kind)}
     assert laid_out == set(linears(model, scheme)) and laid_out
     assert {n for n, m in fast.named_modules() if type(m) is nn.Linear} == \

@@ -2,12 +2,15 @@
 BLEU numbers reproduce (greedy on test2016, re-scored here) and reach the targets."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+import torch
 
 from model.inference.options import DecodeOptions
-from model.inference.pipeline import translate
+from model.inference.pipeline import explain, translate
+from model.inference.precision import FP32, available, quantized
 from model.storage.card import read_eval_reports
 from model.storage.checkpoint import load_checkpoint
 from model.storage.places import find_checkpoints
@@ -110,12 +113,6 @@ def test_the_app_presets_translate_correctly(name):
 def test_the_served_copy_translates_the_presets_as_fp32_and_attends_alike(name):
     """What the app computes with (config.json "precision", chosen by model.precision): each preset's translation
     is fp32's, and every attention weight of its traced pass, every kind, within 1e-5 of fp32's."""
-    import dataclasses
-
-    import torch
-
-    from model.inference.pipeline import explain
-    from model.inference.precision import FP32, available, quantized
     ckpt = load_checkpoint(ROOT / "checkpoints" / name)
     if ckpt.precision == FP32 or not available(ckpt.precision):
         pytest.skip(f"{name} is served as fp32 here")

@@ -36,7 +36,6 @@ may ask for fp32 (`python -m model.precision` measures which scheme a checkpoint
 from __future__ import annotations
 
 import copy
-import warnings
 
 import torch
 from torch import nn
@@ -115,8 +114,7 @@ def quantized(model: Transformer, scheme: str) -> Transformer:
         model = copy.deepcopy(model).cpu()                                  # the original stays on its device
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}    # what the scheme leaves is not copied
     copied = copy.deepcopy(model, memo=shared).eval()
-    if scheme == "int8w" or scheme in LAID_OUT or scheme in HALF_WEIGHTS:
-        kind = Int8WeightLinear if scheme == "int8w" else Fp16WeightLinear if scheme in HALF_WEIGHTS else PackedLinear
+    if kind := _REPLACEMENT.get(scheme):
         for name in linears(copied, scheme):
             parent, _, child = name.rpartition(".")
             owner = copied.get_submodule(parent) if parent else copied
@@ -154,9 +152,8 @@ class Fp16WeightLinear(nn.Module):
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
         w = linear.weight.detach().float().contiguous()                       # (out, in)
-        with warnings.catch_warnings():                                       # deprecated, not gone (torch 2.13)
-            warnings.simplefilter("ignore")
-            self.packed = torch.ops.aten.fbgemm_pack_gemm_matrix_fp16(w)     # opaque: cannot be read back
+        # deprecated, not gone (torch 2.13): torch's C++ side logs one line saying so, once a process
+        self.packed = torch.ops.aten.fbgemm_pack_gemm_matrix_fp16(w)         # opaque: cannot be read back
         self.bias = linear.bias.detach().float().clone() if linear.bias is not None else torch.zeros(w.size(0))
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
@@ -185,21 +182,6 @@ class Int8WeightLinear(nn.Module):
         return y if self.bias is None else y + self.bias
 
 
-def size_bytes(model: nn.Module) -> int:
-    """Bytes of the model's weights as held in memory (int8 packed weights counted as stored; oneDNN's laid-out
-    fp32 weights as fp32; FBGEMM's fp16 ones as measured), tensors it shares with another model included."""
-    state = model.state_dict()
-    total = sum(4 * m.in_features * m.out_features for m in model.modules() if isinstance(m, PackedLinear))
-    total += sum(Fp16WeightLinear.BYTES_PER_WEIGHT * m.in_features * m.out_features + 4 * m.out_features
-                 for m in model.modules() if isinstance(m, Fp16WeightLinear))
-    for value in state.values():
-        if isinstance(value, torch.Tensor):
-            total += value.numel() * value.element_size()
-        elif isinstance(value, tuple):                                  # a packed (weight, bias) pair
-            total += sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
-    return total
-
-
 def added_bytes(model: nn.Module) -> int:
     """Bytes a fast copy holds beyond the fp32 model it shares the rest with: its replaced linears' weights."""
     total = 0
@@ -212,3 +194,7 @@ def added_bytes(model: nn.Module) -> int:
             total += getattr(m, "in_features", 0) * getattr(m, "out_features", 0)
     return total
 
+
+# the schemes whose linears are replaced by a module of ours (the int8 ones by torch.ao's quantize_dynamic)
+_REPLACEMENT: dict[str, type[nn.Module]] = {ONEDNN: PackedLinear, ONEDNN_OUT: PackedLinear, FP16W: Fp16WeightLinear,
+                                            FP16W_DEC: Fp16WeightLinear, "int8w": Int8WeightLinear}
