@@ -79,11 +79,10 @@ def heatmaps_sentence(title: str, z: np.ndarray, count: int, rows: list[str] | N
     is, by row and column label (as the chart writes them, HTML; read as text), or position without labels."""
     z = np.asarray(z, dtype=float)
     title = _text(title) or _("a chart")
-    rows = [_text(r) for r in rows] if rows is not None else [str(i) for i in range(z.shape[0])]
-    cols = [_text(c) for c in cols] if cols is not None else [str(j) for j in range(z.shape[1])]
-    if np.isfinite(z).any():
+    if np.isfinite(z).any():           # only the two labels said are read as text (a change redraws this each time)
         r, c = np.unravel_index(np.nanargmax(np.where(np.isfinite(z), z, np.nan)), z.shape)
-        where = _("largest value {v} at row {row}, column {col}").format(v=_number(z[r, c]), row=rows[r], col=cols[c])
+        row, col = (_text(rows[r]) if rows is not None else str(r)), (_text(cols[c]) if cols is not None else str(c))
+        where = _("largest value {v} at row {row}, column {col}").format(v=_number(z[r, c]), row=row, col=col)
     else:
         where = _("no values")
     shape = _("{rows} rows × {cols} columns").format(rows=z.shape[0], cols=z.shape[1])

@@ -16,6 +16,8 @@ import dataclasses
 import functools
 import threading
 import time
+import types
+import typing
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -118,6 +120,27 @@ _LEAVES = (str, int, float, bool, type(None), bytes)      # hold no tensor: not 
 
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
-    """A dataclass's field names (none for any other class), looked up once per class: a decoded sentence's
-    step records are thousands of small dataclasses, and `dataclasses.fields` on each was ~5 % of a first page."""
-    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else ()
+    """The fields of a dataclass that may hold a tensor (none for any other class), looked up once per class. A
+    decoded sentence's step records are thousands of small dataclasses: `dataclasses.fields` on each was ~5 % of a
+    first page, and walking their token lists and top-k pairs 3.4 ms an explanation (BENCHMARKS.md, session 41), so
+    a field whose annotation holds no tensor (`int`, `list[tuple[int, float]]`, ...) is not looked into. A field
+    whose annotation cannot be read is."""
+    if not dataclasses.is_dataclass(cls):
+        return ()
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation naming what this module cannot import: look into every field
+        hints = {}
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in hints or _may_hold_tensor(hints[f.name]))
+
+
+def _may_hold_tensor(hint: Any) -> bool:
+    """False only for a type built from _LEAVES alone (in lists, tuples, dicts, sets, unions, Literal)."""
+    if hint in _LEAVES:
+        return False
+    args, origin = typing.get_args(hint), typing.get_origin(hint)
+    if origin is typing.Literal:
+        return False
+    if origin in (list, tuple, dict, set, frozenset, typing.Union, types.UnionType) and args:
+        return any(_may_hold_tensor(a) for a in args if a is not Ellipsis)
+    return True

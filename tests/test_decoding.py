@@ -93,6 +93,28 @@ def test_batched_equals_one_at_a_time(model, opts):
         assert batched[i].score == pytest.approx(alone.score, abs=1e-5)
 
 
+@pytest.mark.parametrize("ngram", [0, 2], ids=["plain", "no-repeat"])
+def test_batched_records_each_sentence_s_steps_as_decoding_it_alone(model, ngram):
+    """The step records of a padded batch (what the step page shows of a class's sentences, decoded together) are
+    each sentence's own: the same tokens, parents and top-k as decoding it alone, and attention of its own shape."""
+    src = src_batch()
+    opts = DecodeOptions("beam", beam_size=3, record_steps=True, record_top_k=4, no_repeat_ngram=ngram)
+    batched = decode(model, src, opts)
+    for i, n in enumerate([6, 3, 8, 5]):
+        alone = decode(model, src[i:i + 1, :n], opts)[0]
+        assert len(batched[i].steps) == len(alone.steps) > 1
+        for sa, sb in zip(batched[i].steps, alone.steps):
+            assert [c.token for c in sa.candidates] == [c.token for c in sb.candidates]
+            for ha, hb in zip(sa.hypotheses, sb.hypotheses, strict=True):
+                assert (ha.tokens, ha.parent) == (hb.tokens, hb.parent)
+                assert [t for t, _ in ha.top_k] == [t for t, _ in hb.top_k] and len(ha.top_k) == 4
+                assert [p for _, p in ha.top_k] == pytest.approx([p for _, p in hb.top_k], abs=1e-5)
+                assert ha.self_attn.shape == hb.self_attn.shape and ha.cross_attn.shape == hb.cross_attn.shape == (
+                    model.cfg.n_decoder_layers, model.cfg.n_heads, n)
+                assert torch.allclose(ha.cross_attn, hb.cross_attn, atol=1e-5)
+                assert torch.allclose(ha.cross_attn.sum(-1), torch.ones(()), atol=1e-5)
+
+
 def test_sampling_repeats_with_a_seed_and_tends_to_greedy_when_cold(model):
     src = src_batch()
     a = decode(model, src, DecodeOptions("sample", seed=1, temperature=2.0))

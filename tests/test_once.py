@@ -83,3 +83,27 @@ def test_tensor_bytes_counts_each_storage_once_wherever_it_is_held():
     table = torch.zeros(100, 8)                          # a model's buffer: a slice of it costs the slice
     assert tensor_bytes({"positional": table[:5], "b": b}) == 5 * 8 * 4 + 3 * 8
     assert tensor_bytes("no tensors") == 0
+
+
+@dataclass
+class _Step:                      # as a decoded sentence's step record: numbers in lists, a tensor or none
+    tokens: list[int]
+    top_k: list[tuple[int, float]]
+    label: str | None
+    attn: torch.Tensor | None
+    extra: object
+
+
+@dataclass
+class _Unreadable:
+    held: list[NoSuchType]        # noqa: F821 - an annotation that cannot be resolved: every field is looked into
+    count: int
+
+
+def test_tensor_bytes_skips_fields_declared_without_tensors_and_counts_the_others():
+    step = _Step([1, 2], [(3, 0.5)], "x", torch.zeros(4), [torch.zeros(2, dtype=torch.float64)])
+    assert tensor_bytes([step, step]) == 4 * 4 + 2 * 8
+    assert tensor_bytes(_Step([], [], None, None, None)) == 0
+    assert tensor_bytes(_Unreadable([torch.zeros(3)], 1)) == 3 * 4
+    liar = _Step([torch.zeros(5)], [], None, None, None)   # a tensor where the annotation says numbers: not seen
+    assert tensor_bytes(liar) == 0
