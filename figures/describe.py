@@ -81,8 +81,8 @@ def heatmaps_sentence(title: str, z: np.ndarray, count: int, rows: list[str] | N
     title = _text(title) or _("a chart")
     if np.isfinite(z).any():           # only the two labels said are read as text (a change redraws this each time)
         r, c = np.unravel_index(np.nanargmax(np.where(np.isfinite(z), z, np.nan)), z.shape)
-        row, col = (_text(rows[r]) if rows is not None else str(r)), (_text(cols[c]) if cols is not None else str(c))
-        where = _("largest value {v} at row {row}, column {col}").format(v=_number(z[r, c]), row=row, col=col)
+        where = _("largest value {v} at row {row}, column {col}").format(
+            v=_number(z[r, c]), row=_label(rows, r), col=_label(cols, c))
     else:
         where = _("no values")
     shape = _("{rows} rows × {cols} columns").format(rows=z.shape[0], cols=z.shape[1])
@@ -90,6 +90,11 @@ def heatmaps_sentence(title: str, z: np.ndarray, count: int, rows: list[str] | N
         return _("Chart “{title}”: a heatmap of {shape}, {where}.").format(title=title, shape=shape, where=where)
     return _("Chart “{title}”: {n} heatmaps of {shape}; the first: {where}.").format(
         title=title, n=count, shape=shape, where=where)
+
+
+def _label(labels: list[str] | None, i: int) -> str:
+    """Position i's label as text (labels as the chart writes them, HTML), or the position without labels."""
+    return _text(labels[i]) if labels is not None else str(i)
 
 
 def matrix_table(z: np.ndarray, rows: list[str] | None = None, cols: list[str] | None = None) -> Table:

@@ -122,7 +122,7 @@ _LEAVES = (str, int, float, bool, type(None), bytes)      # hold no tensor: not 
 def _field_names(cls: type) -> tuple[str, ...]:
     """The fields of a dataclass that may hold a tensor (none for any other class), looked up once per class. A
     decoded sentence's step records are thousands of small dataclasses: `dataclasses.fields` on each was ~5 % of a
-    first page, and walking their token lists and top-k pairs 3.4 ms an explanation (BENCHMARKS.md, session 41), so
+    first page, and walking their token lists and top-k pairs ~2.5 ms an explanation (BENCHMARKS.md, session 41), so
     a field whose annotation holds no tensor (`int`, `list[tuple[int, float]]`, ...) is not looked into. A field
     whose annotation cannot be read is."""
     if not dataclasses.is_dataclass(cls):
