@@ -3,7 +3,7 @@
 | variable | default | what |
 |---|---|---|
 | TRANSFORMER_CHECKPOINTS | model/storage/places.py | the one directory of checkpoints (else shipped + user's) |
-| TRANSFORMER_THREADS | min(2, cores) | torch threads of one app process (`make serve` divides the cores) |
+| TRANSFORMER_THREADS | min(2, cores) | torch threads of one app process (`make serve` divides the cores unless set) |
 | TRANSFORMER_ADMIT | 1 | new pages drawn at once per process (serving/admission.py) |
 | TRANSFORMER_MAX_WAITING | 60 | students waiting in line per process before the next is turned away |
 | TRANSFORMER_MAX_BATCH | 16 | sentences decoded in one batch per process (1: each alone; serving/batching.py) |

@@ -42,6 +42,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,6 +195,12 @@ def answers(host: str, port: int) -> bool:
         return probe.connect_ex((host, port)) == 0
 
 
+def threads_per_process(processes: int, env: Mapping[str, str]) -> str:
+    """Torch threads of each app process: TRANSFORMER_THREADS where the operator set it (the test suite: one,
+    its workers already take every core), else this machine's cores shared out among the processes."""
+    return str(int(env.get("TRANSFORMER_THREADS") or 0) or max(1, (os.cpu_count() or 1) // max(1, processes)))
+
+
 class Launcher:
     """Starts the app processes and HAProxy, restarts app processes that die."""
 
@@ -204,7 +211,7 @@ class Launcher:
         self.apps: dict[int, subprocess.Popen] = {}
         self.proxy: subprocess.Popen | None = None
         # the training lab: one run per two cores on this machine, whichever process it is in
-        self.env = {**os.environ, "TRANSFORMER_THREADS": str(max(1, (os.cpu_count() or 1) // max(1, args.processes))),
+        self.env = {**os.environ, "TRANSFORMER_THREADS": threads_per_process(args.processes, os.environ),
                     "TRANSFORMER_ADD_MODELS": "1" if getattr(args, "allow_adding_models", False) else "0",
                     "TRANSFORMER_LAB_LOCKS": tempfile.mkdtemp(prefix="transformer-lab-slots-"),
                     "TRANSFORMER_LAB_OWNED": os.environ.get("TRANSFORMER_LAB_OWNED", "1"),    # a class's server

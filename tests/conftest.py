@@ -23,6 +23,11 @@ os.environ.setdefault(VALIDATE, "1")
 
 # Tiny models gain nothing from threads, and one thread keeps a shared 2-core machine usable.
 torch.set_num_threads(1)
+# The app processes the tests start as well (app servers, launchers, installed bundles): the suite already runs a
+# worker per core, and an app process's second torch thread only spun on a core someone else needed. Three browser
+# modules: 300 / 324 -> 249 / 250 core-s, 163 / 177 -> 139 / 140 s (docs/benchmarks-history.md, session 42).
+os.environ.setdefault("TRANSFORMER_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")     # and every other process that computes (commands, training)
 
 
 @pytest.fixture(scope="session")

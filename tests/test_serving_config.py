@@ -22,3 +22,11 @@ def test_every_variable_read_is_in_the_modules_table_and_in_the_readme():
     assert len(read) > 20 and read <= tabled, read - tabled
     assert not [v for v in read if v not in settings], [v for v in read if v not in settings]
     assert set(config.VARIABLES) == tabled and len(config.VARIABLES) == len(tabled)   # what app/resources reads
+
+
+def test_the_launcher_shares_the_cores_among_its_processes_unless_the_threads_are_set(monkeypatch):
+    from serving.launcher import threads_per_process
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert [threads_per_process(n, {}) for n in (1, 2, 3, 16)] == ["8", "4", "2", "1"]
+    assert threads_per_process(2, {"TRANSFORMER_THREADS": "0"}) == "4"          # 0: the default, as config reads it
+    assert threads_per_process(2, {"TRANSFORMER_THREADS": "1"}) == "1"          # the operator's (the suite's) choice
