@@ -201,6 +201,17 @@ def threads_per_process(processes: int, env: Mapping[str, str]) -> str:
     return str(int(env.get("TRANSFORMER_THREADS") or 0) or max(1, (os.cpu_count() or 1) // max(1, processes)))
 
 
+def oversubscribed(processes: int, threads: int, cores: int) -> str | None:
+    """The warning for more torch threads than cores: each process's OpenMP threads spin on cores the others
+    need (2 processes x 2 threads on 2 cores: a class of 30's first pages p95 9-10 s and 0.7-0.8 core-s each,
+    against 1.3 s and 0.18 with one thread each; BENCHMARKS.md, session 42). None when they fit."""
+    if processes * threads <= cores:
+        return None
+    return (f"warning: {processes} app process(es) x {threads} torch thread(s) (TRANSFORMER_THREADS) on {cores} "
+            f"core(s): their threads will wait on each other's cores and every page will cost several times its "
+            f"CPU; leave TRANSFORMER_THREADS unset to share the cores out")
+
+
 class Launcher:
     """Starts the app processes and HAProxy, restarts app processes that die."""
 
@@ -262,6 +273,9 @@ class Launcher:
 
     def start(self) -> None:
         self.refuse_taken_ports()
+        said = oversubscribed(len(self.ports), int(self.env["TRANSFORMER_THREADS"]), os.cpu_count() or 1)
+        if said:
+            print(said, file=sys.stderr, flush=True)
         self.sweep_lab_shelf()
         self.start_redis()
         if self.args.apps_only:

@@ -30,3 +30,10 @@ def test_the_launcher_shares_the_cores_among_its_processes_unless_the_threads_ar
     assert [threads_per_process(n, {}) for n in (1, 2, 3, 16)] == ["8", "4", "2", "1"]
     assert threads_per_process(2, {"TRANSFORMER_THREADS": "0"}) == "4"          # 0: the default, as config reads it
     assert threads_per_process(2, {"TRANSFORMER_THREADS": "1"}) == "1"          # the operator's (the suite's) choice
+
+
+def test_the_launcher_warns_when_its_processes_ask_for_more_threads_than_cores():
+    from serving.launcher import oversubscribed
+    assert oversubscribed(2, 1, 2) is None and oversubscribed(1, 2, 2) is None and oversubscribed(4, 2, 8) is None
+    said = oversubscribed(2, 2, 2)
+    assert said.startswith("warning: 2 app process(es) x 2 torch thread(s)") and "TRANSFORMER_THREADS unset" in said
