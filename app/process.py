@@ -1,6 +1,8 @@
-"""What one app process sets up once, whatever page its first student opens: torch's threads, and how often
-Streamlit looks at its config files."""
+"""What one app process sets up once, whatever page its first student opens: torch's threads, how often
+Streamlit looks at its config files, and what its garbage collector need not look at again."""
 from __future__ import annotations
+
+import gc
 
 import streamlit as st
 import torch
@@ -28,3 +30,15 @@ def slower_config_polling(seconds: float = CONFIG_POLL_SECONDS) -> float | None:
     if before is not None:
         polling_path_watcher._POLLING_PERIOD_SECS = seconds
     return before
+
+
+@st.cache_resource(show_spinner=False)
+def freeze_what_is_loaded() -> bool:
+    """Once per process, when its first model is loaded: what is alive then (every import, the model, Streamlit's
+    own objects: ~300k) leaves the garbage collector's sight (gc.freeze), so that a full collection walks only what
+    came after. In a class of 30, each app process made one full collection among the first pages, 0.16-0.17 s
+    long, and ~0.05 s of younger ones (BENCHMARKS.md, session 42). What is frozen is still freed when its last
+    reference goes; only a reference cycle in it would stay."""
+    gc.collect()
+    gc.freeze()
+    return True

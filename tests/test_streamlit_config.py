@@ -68,3 +68,27 @@ def test_streamlit_looks_at_its_config_files_once_every_few_seconds(tmp_path):
         assert not noticed_within(1.0, 60.0)            # a long one: no look at the file in the meantime
     finally:
         process.slower_config_polling(own)
+
+
+def test_the_first_model_loaded_leaves_what_is_alive_out_of_the_collectors_sight(app_checkpoints, tmp_path):
+    """A full collection in a busy app process walked ~300k objects, 0.16 s (BENCHMARKS.md, session 42): once its
+    first model is loaded, what is alive is frozen (app/process.py), once per process, and stays so."""
+    import gc
+    import shutil
+
+    from app import process, resources
+
+    first, second = tmp_path / "first", tmp_path / "second"            # paths no cache has seen
+    shutil.copytree(app_checkpoints / "multi30k-en-de", first)
+    shutil.copytree(app_checkpoints / "multi30k-de-en", second)
+    process.freeze_what_is_loaded.clear()
+    try:
+        resources.get_checkpoint(str(first))
+        frozen = gc.get_freeze_count()
+        assert frozen > 50_000, frozen                  # the imports (torch, Streamlit, plotly) and the model
+        gc.collect()
+        resources.get_checkpoint(str(second))           # another model: nothing frozen again
+        assert 0.9 * frozen < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+        process.freeze_what_is_loaded.clear()
