@@ -37,8 +37,8 @@ def freeze_what_is_loaded() -> bool:
     """Once per process, when its first model is loaded: what is alive then (every import, the model, Streamlit's
     own objects: ~300k) leaves the garbage collector's sight (gc.freeze), so that a full collection walks only what
     came after. In a class of 30, each app process made one full collection among the first pages, 0.16-0.17 s
-    long, and ~0.05 s of younger ones (BENCHMARKS.md, session 42). What is frozen is still freed when its last
-    reference goes; only a reference cycle in it would stay."""
+    long; now none (the ~0.05 s of younger ones stay as they were; BENCHMARKS.md, session 42). What is frozen is
+    still freed when its last reference goes; only a reference cycle in it would stay."""
     gc.collect()
     gc.freeze()
     return True
