@@ -113,13 +113,17 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
 
 
 def _steady(page, root: str) -> None:
-    """Wait (up to 12 s) until the number of controls under `root` stops changing with no run going: a page can be
+    """Wait (up to 12 s) until the number of controls under `root` stops changing with no run going and the page
+    connected (a full run once counted 29 of the overview's 50: disabled widgets are not counted): a page can be
     drawn twice (an old `?view=` link switches page; its second run may compute again what the caches let go), and a
     busy machine showed the first page with 19 (and 28) of its 30+ controls."""
     seen = None
     for _ in range(40):
-        running = page.get_attribute("[data-testid='stApp']", "data-test-script-state") != "notRunning"
-        now = None if running else len(page.evaluate(CONTROLS, root))     # a run still drawing: not steady
+        app = page.locator("[data-testid='stApp']")
+        running = app.get_attribute("data-test-script-state") != "notRunning"
+        # a page not connected to its server (yet, or again) shows its widgets disabled: not counted as steady
+        busy = running or app.get_attribute("data-test-connection-state") != "CONNECTED"
+        now = None if busy else len(page.evaluate(CONTROLS, root))     # a run still drawing: not steady
         if now is not None and now == seen:
             return
         seen = now
