@@ -216,6 +216,8 @@ class Tabs:
             page = self.browser.new_page(viewport=size, **options)
             page.add_init_script(RUN_WATCH)
             return page
+        while self.free and self.free[-1].is_closed():      # closed since (another Tabs of the same browser)
+            self.free.pop()
         if self.free:
             page = self.free.pop()
             page.set_viewport_size(size)

@@ -144,7 +144,6 @@ def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipp
             settle(page)
         else:
             go_to(page, p.title, p.slug)
-        page.wait_for_timeout(400)
         _steady(page, "body" if p is PAGES[0] else MAIN)
         no_errors(page)
         page.evaluate(TOP)
