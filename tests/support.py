@@ -386,13 +386,14 @@ def choose(page, key: str, option: str) -> None:
     """Pick an option of the selectbox whose widget key is `key`."""
     opener = page.locator(f".st-key-{key} button[aria-label='Open']").first      # the whole list, unfiltered
     wanted = page.get_by_role("option", name=option, exact=True).first
-    for _ in range(3):          # a click while charts are still laying the page out can miss the list
+    for _ in range(6):          # a click while charts are still laying the page out, or a run redrawing it, can miss
         opener.click()
         try:
             wanted.wait_for(timeout=3000)
             break
-        except Exception:  # noqa: BLE001 - playwright's TimeoutError; try again
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; try again once the page is settled
             page.keyboard.press("Escape")
+            settle(page, started=True)
     wanted.click()
     settle(page)
 

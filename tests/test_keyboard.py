@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import CHROMIUM, go_to, no_errors, settle, wait_drawn, wait_in_page
+from tests.support import ARTIFACTS, CHROMIUM, go_to, no_errors, settle, wait_drawn, wait_in_page
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed "
@@ -113,21 +113,24 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
 
 
 def _steady(page, root: str) -> None:
-    """Wait (up to 12 s) until the number of controls under `root` stops changing with no run going and the page
-    connected (a full run once counted 29 of the overview's 50: disabled widgets are not counted): a page can be
+    """Wait (up to 60 s) until the number of controls under `root` stops changing with no run going and the page
+    connected (a page cut from its server shows 29 of the overview's 50, its widgets disabled); fail saying what was
+    seen if it never does (it once gave up after 12 s in silence, and a full run counted 20 and 29): a page can be
     drawn twice (an old `?view=` link switches page; its second run may compute again what the caches let go), and a
     busy machine showed the first page with 19 (and 28) of its 30+ controls."""
-    seen = None
-    for _ in range(40):
+    seen, looks = None, []
+    for _ in range(200):
         app = page.locator("[data-testid='stApp']")
-        running = app.get_attribute("data-test-script-state") != "notRunning"
-        # a page not connected to its server (yet, or again) shows its widgets disabled: not counted as steady
-        busy = running or app.get_attribute("data-test-connection-state") != "CONNECTED"
-        now = None if busy else len(page.evaluate(CONTROLS, root))     # a run still drawing: not steady
+        states = (app.get_attribute("data-test-script-state"), app.get_attribute("data-test-connection-state"))
+        # a run still drawing, or a page not connected to its server (yet, or again: its widgets disabled): not steady
+        now = len(page.evaluate(CONTROLS, root)) if states == ("notRunning", "CONNECTED") else None
         if now is not None and now == seen:
             return
         seen = now
+        looks.append((*states, now))
         page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / "not-steady.png"), full_page=True)
+    raise AssertionError(f"{page.url} not steady in 60 s (script, connection, controls): {sorted(set(looks))}")
 
 
 def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipped_server, browser):
