@@ -17,9 +17,7 @@ from tests.support import (
     ARTIFACTS,
     CHROMIUM,
     EXPLORE_DRAWN,
-    QUIET_MS,
     ROOT,
-    RUN_STARTS_MS,
     Tabs,
     axe,
     choose,
@@ -455,42 +453,3 @@ def test_a_kept_tab_comes_back_blank_at_the_size_asked_and_a_closed_one_is_not_k
     other = tabs.new_page()
     assert other is not first and other.viewport_size == Tabs.DEFAULT
     other.context.close()
-
-
-# A page that acts as the app's root does (tests/support.settle reads it): a click starts a "run" after `delay` ms
-# that lasts `run` ms (none when `run` is 0); the button `cut` drops its connection.
-FAKE_APP = """data:text/html,<div data-testid='stApp' data-test-script-state='notRunning'
-  data-test-connection-state='CONNECTED'><button id='go'>go</button><button id='cut'>cut</button></div>
-<script>
-  const app = document.querySelector('[data-testid=stApp]'), set = (s) => { app.dataset.testScriptState = s; };
-  window.plan = {delay: 0, run: 0};
-  document.getElementById('go').onclick = () => { if (plan.run) setTimeout(() => { set('running');
-    setTimeout(() => set('notRunning'), plan.run); }, plan.delay); };
-  document.getElementById('cut').onclick = () => { app.dataset.testConnectionState = 'PINGING_SERVER'; };
-</script>"""
-
-
-def test_settle_waits_for_the_run_a_click_began_and_no_longer_than_needed(browser):
-    """tests/support.settle: a run that begins late is waited for to its end and QUIET_MS past it; a click that
-    begins no run costs RUN_STARTS_MS, not the old fixed 400 ms; a page cut from its server is not settled."""
-    import time
-
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    page = browser.new_page(viewport={"width": 400, "height": 300})
-    page.goto(FAKE_APP)
-    page.evaluate("() => { plan.delay = 200; plan.run = 600; }")
-    started = time.monotonic()
-    page.click("#go")
-    settle(page)
-    waited = time.monotonic() - started
-    assert page.get_attribute("[data-testid=stApp]", "data-test-script-state") == "notRunning"
-    assert waited >= (200 + 600 + QUIET_MS) / 1000, waited            # the whole run, and quiet after it
-    page.evaluate("() => { plan.run = 0; }")
-    started = time.monotonic()
-    page.click("#go")
-    settle(page)
-    waited = time.monotonic() - started
-    assert RUN_STARTS_MS / 1000 <= waited < 2.0, waited               # a run could have begun: given its time
-    page.click("#cut")
-    with pytest.raises(PlaywrightTimeout):
-        settle(page, timeout=1_000)
