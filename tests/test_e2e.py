@@ -437,7 +437,10 @@ def test_the_heads_chart_switches_heads_in_the_browser_and_the_server_follows(se
 
 def test_a_kept_tab_comes_back_blank_at_the_size_asked_and_a_closed_one_is_not_kept(browser):
     """tests/support.Tabs, the browser fixture's tabs: what a test left in a tab, and the contexts it opened, are
-    gone before the next test; the kept tab is the same tab (no new renderer), at the size the next test asks."""
+    gone before the next test; the kept tab is the same tab (no new renderer), at the size the next test asks. A tab
+    the fixture kept and another `Tabs` closed is not handed out again."""
+    browser.new_page()
+    browser.end_test()                                  # the module's fixture keeps that tab: closed below
     tabs = Tabs(browser.browser)
     first = tabs.new_page(viewport={"width": 800, "height": 600})
     first.set_content("<p id='left'>left by a test</p>")
@@ -453,3 +456,4 @@ def test_a_kept_tab_comes_back_blank_at_the_size_asked_and_a_closed_one_is_not_k
     other = tabs.new_page()
     assert other is not first and other.viewport_size == Tabs.DEFAULT
     other.context.close()
+    assert not browser.new_page().is_closed()

@@ -114,8 +114,8 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
 
 def _steady(page, root: str) -> None:
     """Wait (up to 60 s) until the number of controls under `root` stops changing with no run going and the page
-    connected (a page cut from its server shows 29 of the overview's 50, its widgets disabled); fail saying what was
-    seen if it never does (it once gave up after 12 s in silence, and a full run counted 20 and 29): a page can be
+    connected (a page cut from its server shows 29 of the overview's 50, its widgets disabled); else fail saying what
+    was seen, with a screenshot: a page can be
     drawn twice (an old `?view=` link switches page; its second run may compute again what the caches let go), and a
     busy machine showed the first page with 19 (and 28) of its 30+ controls."""
     seen, looks = None, []
@@ -130,7 +130,7 @@ def _steady(page, root: str) -> None:
         looks.append((*states, now))
         page.wait_for_timeout(300)
     page.screenshot(path=str(ARTIFACTS / "not-steady.png"), full_page=True)
-    raise AssertionError(f"{page.url} not steady in 60 s (script, connection, controls): {sorted(set(looks))}")
+    raise AssertionError(f"{page.url} not steady in 60 s (script, connection, controls): {list(dict.fromkeys(looks))}")
 
 
 def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipped_server, browser):
