@@ -213,7 +213,9 @@ class Tabs:
     def new_page(self, viewport: dict | None = None, **options):
         size = viewport or self.DEFAULT
         if options:                             # anything but a size: a tab of its own, closed at the test's end
-            return self.browser.new_page(viewport=size, **options)
+            page = self.browser.new_page(viewport=size, **options)
+            page.add_init_script(RUN_WATCH)
+            return page
         while self.free and self.free[-1].is_closed():      # closed since (another Tabs of the same browser)
             self.free.pop()
         if self.free:
@@ -221,11 +223,14 @@ class Tabs:
             page.set_viewport_size(size)
         else:
             page = self.browser.new_page(viewport=size)
+            page.add_init_script(RUN_WATCH)
         self.lent.append(page)
         return page
 
     def new_context(self, **options):
-        return self.browser.new_context(**options)
+        context = self.browser.new_context(**options)
+        context.add_init_script(RUN_WATCH)
+        return context
 
     def end_test(self) -> None:
         kept = []
@@ -245,14 +250,87 @@ class Tabs:
                 context.close()
 
 
+# What `settle` waits on, installed in every page the browser tests open through `Tabs`: the app's script runs as the
+# page sees them, and the moment of the last thing done to the page (a click, a key, an input, a focus leaving; from
+# any of its frames: a component's too).
+# - Streamlit's `data-test-script-state` on its root: "rerunRequested" or "running", then "notRunning".
+# - The server's own word on each run's end, read from the websocket (ForwardMsg field 6, `script_finished`; field 4,
+#   `new_session`, begins a run): a run that ended early for a rerun (st.rerun, a page switch, a click during a run:
+#   status 2) is followed by another, and between the two the root can say "notRunning" for as long as the server
+#   takes to begin it (on a busy machine, hundreds of milliseconds). Until that run begins, the page is not settled.
+RUN_WATCH = """(() => {
+  const top = (() => { try { return window.top.document && window.top; } catch (e) { return window; } })();
+  const now = () => performance.timeOrigin + performance.now();
+  const note = () => { if (top.__runs) top.__runs.acted = now(); };
+  for (const kind of ['pointerdown', 'mousedown', 'click', 'keydown', 'input', 'change', 'focusout'])
+    window.addEventListener(kind, note, true);
+  if (window !== top || window.__runs) return;
+  const runs = window.__runs = {acted: now(), started: 0, changed: 0, state: null, follows: false, read: null};
+  const varint = (b, i) => {
+    let v = 0, scale = 1, x;
+    do { x = b[i++]; v += (x & 127) * scale; scale *= 128; } while (x & 128 && i < b.length);
+    return [v, i];
+  };
+  const read = (data) => {                 // the top level of one ForwardMsg
+    if (!(data instanceof ArrayBuffer)) return;
+    const b = new Uint8Array(data);
+    for (let i = 0, tag, v; i < b.length;) {
+      [tag, i] = varint(b, i);
+      const field = Math.floor(tag / 8), wire = tag & 7;
+      if (wire === 0) {
+        [v, i] = varint(b, i);
+        if (field === 6) { runs.follows = v === 2; runs.changed = now(); }
+      } else if (wire === 2) {
+        [v, i] = varint(b, i);
+        if (field === 4) { runs.follows = false; runs.started = runs.changed = now(); }
+        i += v;
+      } else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return;
+    }
+  };
+  runs.read = read;                        // tests feed it messages by hand
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) { super(...args); this.addEventListener('message', (e) => read(e.data)); }
+  };
+  new MutationObserver(() => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const state = app && app.dataset.testScriptState;
+    if (state === runs.state) return;
+    if (state === 'running') runs.started = now();
+    runs.state = state;
+    runs.changed = now();
+  }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+})()"""
+
+# A run begins at most this long after what was done to the page (a widget's debounce, a round trip), and the page is
+# settled once no run has begun or ended for QUIET_MS (a run can follow a run the server did not end early: a
+# component's value sent when it has drawn, a timed fragment).
+RUN_STARTS_MS, QUIET_MS = 250, 150
+SETTLED = """([startMs, quietMs]) => {
+  const app = document.querySelector("[data-testid='stApp']"), runs = window.__runs;
+  if (!app || app.dataset.testScriptState !== 'notRunning' || runs.follows) return false;
+  if (app.dataset.testConnectionState !== 'CONNECTED') return false;   // its widgets disabled until it is again
+  const now = performance.timeOrigin + performance.now();
+  if (runs.started < runs.acted && now - runs.acted < startMs) return false;    // done to the page, no run yet
+  return now - runs.changed >= quietMs;
+}"""
+
+
 def settle(page, timeout: float = 60_000, started: bool = False) -> None:
-    """Wait until the app's script run is over and nothing is pending. `started`: the run is known to have
-    begun (its page is showing), so the first wait, which lets a click's run start, is not needed. (A watcher of the
-    page's own runs in place of the two fixed waits was tried and taken out: docs/benchmarks-history.md, session 44.)"""
-    if not started:
-        page.wait_for_timeout(250)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
-    page.wait_for_timeout(150)
+    """Wait until the app's script run is over and nothing is pending: the page is connected to its server, the run
+    that what was last done to the page began (or RUN_STARTS_MS without one) has ended, no run the server ended early
+    for a rerun waits for its successor, and no run began or ended for QUIET_MS (polled every POLL_MS). `started`:
+    the run is known to have begun (its page is showing), so none is waited for. A page opened without `Tabs` (no
+    watcher): the fixed waits these replace (RUN_STARTS_MS, the root's "notRunning", QUIET_MS)."""
+    if not page.evaluate("() => window.__runs !== undefined"):
+        if not started:
+            page.wait_for_timeout(RUN_STARTS_MS)
+        page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+        page.wait_for_timeout(QUIET_MS)
+        return
+    wait_in_page(page, SETTLED, [0 if started else RUN_STARTS_MS, QUIET_MS], timeout=timeout)
 
 
 # How often a waited-for condition is checked in the page. Playwright's default checks it at every animation

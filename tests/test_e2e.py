@@ -17,7 +17,9 @@ from tests.support import (
     ARTIFACTS,
     CHROMIUM,
     EXPLORE_DRAWN,
+    QUIET_MS,
     ROOT,
+    RUN_STARTS_MS,
     Tabs,
     axe,
     choose,
@@ -457,3 +459,69 @@ def test_a_kept_tab_comes_back_blank_at_the_size_asked_and_a_closed_one_is_not_k
     assert other is not first and other.viewport_size == Tabs.DEFAULT
     other.context.close()
     assert not browser.new_page().is_closed()
+
+
+# A page that acts as the app's root does (tests/support.settle reads it): a click starts a "run" after `delay` ms
+# that lasts `run` ms (none when `run` is 0); the button `cut` drops its connection.
+FAKE_APP = """data:text/html,<div data-testid='stApp' data-test-script-state='notRunning'
+  data-test-connection-state='CONNECTED'><button id='go'>go</button><button id='cut'>cut</button></div>
+<script>
+  const app = document.querySelector('[data-testid=stApp]'), set = (s) => { app.dataset.testScriptState = s; };
+  window.plan = {delay: 0, run: 0};
+  document.getElementById('go').onclick = () => { if (plan.run) setTimeout(() => { set('running');
+    setTimeout(() => set('notRunning'), plan.run); }, plan.delay); };
+  document.getElementById('cut').onclick = () => { app.dataset.testConnectionState = 'PINGING_SERVER'; };
+</script>"""
+
+
+def _forward_msg(**fields) -> list[int]:
+    """A ForwardMsg as Streamlit sends it, as the bytes the page's websocket would receive."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    msg = ForwardMsg()
+    msg.metadata.delta_path.extend([0, 1])
+    if "script_finished" in fields:
+        msg.script_finished = fields["script_finished"]
+    else:
+        msg.new_session.page_script_hash = fields["new_session"]
+    return list(msg.SerializeToString())
+
+
+def test_settle_waits_for_the_run_a_click_began_and_no_longer_than_needed(browser):
+    """tests/support.settle: a run that begins late is waited for to its end and QUIET_MS past it; a click that
+    begins no run costs RUN_STARTS_MS, not the old fixed 400 ms; a run the server ended early for a rerun (its
+    status read from Streamlit's own message) holds the page unsettled until the next run begins, however long
+    the root says "notRunning" between; a page cut from its server is not settled."""
+    import time
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    page = browser.new_page({"width": 400, "height": 300})     # a kept tab: the watcher is in it
+    page.goto(FAKE_APP)
+    page.evaluate("() => { plan.delay = 200; plan.run = 600; }")
+    started = time.monotonic()
+    page.click("#go")
+    settle(page)
+    waited = time.monotonic() - started
+    assert page.get_attribute("[data-testid=stApp]", "data-test-script-state") == "notRunning"
+    assert waited >= (200 + 600 + QUIET_MS) / 1000, waited            # the whole run, and quiet after it
+    page.evaluate("() => { plan.run = 0; }")
+    started = time.monotonic()
+    page.click("#go")
+    settle(page)
+    waited = time.monotonic() - started
+    assert RUN_STARTS_MS / 1000 <= waited < 2.0, waited               # a run could have begun: given its time
+
+    early, begins = _forward_msg(script_finished=2), _forward_msg(new_session="next page")
+    page.evaluate("""([early, begins]) => { const bytes = (a) => new Uint8Array(a).buffer;
+      window.__runs.read(bytes(early)); setTimeout(() => window.__runs.read(bytes(begins)), 900); }""",
+                  [early, begins])
+    started = time.monotonic()
+    settle(page, started=True)
+    waited = time.monotonic() - started
+    assert waited >= (900 + QUIET_MS) / 1000, waited                  # the run that follows, and quiet after it
+    page.evaluate("(done) => window.__runs.read(new Uint8Array(done).buffer)", _forward_msg(script_finished=0))
+    started = time.monotonic()
+    settle(page, started=True)
+    assert time.monotonic() - started < 1.5                            # a run that simply ended holds nothing
+    page.click("#cut")
+    with pytest.raises(PlaywrightTimeout):
+        settle(page, timeout=1_000)
