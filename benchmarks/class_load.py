@@ -21,10 +21,12 @@ Checked per run: the script finished, no exception element, and the translation 
 that student's own sentence's (computed beforehand from the same checkpoint): a wrong one
 is counted as an error and, if it is another student's, as cross-talk.
 Server CPU: the summed CPU time of the app processes (and haproxy) over the level's wall time, and per first page
-(core-seconds: that CPU time over the level's first pages, widget changes included). Memory: the app processes'
-resident size at the level's end (the largest, and all of them together). The client's own CPU over the level (this
-process: the simulated browsers) is reported beside it: it runs on the server's cores, which a real class's laptops
-do not (a class of 100 on 2 cores: about a quarter of the CPU, docs/benchmarks-history.md session 39).
+(core-seconds: that CPU time over the level's first pages, widget changes included), and the part of it that the
+app processes' event loops spent (their main threads' own clocks, Linux's /proc; 32 % of it in session 45).
+Memory: the app processes' resident size at the level's end (the largest, and all of them together). The client's
+own CPU over the level (this process: the simulated browsers) is reported beside it: it runs on the server's cores,
+which a real class's laptops do not (a class of 100 on 2 cores: about a quarter of the CPU, docs/benchmarks-history.md
+session 39).
 Loopback only; every wait has a timeout and every loop a bound.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import time
 from pathlib import Path
@@ -125,6 +128,21 @@ def resident_mb(procs) -> tuple[float, float]:
     return (max(sizes, default=0.0), sum(sizes))
 
 
+def event_loop_seconds(procs) -> float:
+    """The app processes' main threads' CPU: the event loop of Streamlit's server (uvicorn: websockets, HTTP,
+    the flushing of every session's messages); the page runs have threads of their own, gone when they end."""
+    total = 0.0
+    for p in procs:
+        if p.info["name"] in ("haproxy", "redis-server"):
+            continue
+        try:
+            fields = Path(f"/proc/{p.pid}/task/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")     # utime, stime
+        except (OSError, IndexError, ValueError):  # a process that ended, or no /proc (not Linux)
+            pass
+    return total
+
+
 def cpu_seconds(procs) -> float:
     total = 0.0
     for p in procs:
@@ -139,7 +157,7 @@ def cpu_seconds(procs) -> float:
 async def level(args, n: int, expected: dict[str, str], static: list[str]) -> dict:
     rng = random.Random(n)
     procs = server_processes()
-    cpu0, wall0, client0 = cpu_seconds(procs), time.monotonic(), time.process_time()
+    cpu0, loop0, wall0, client0 = cpu_seconds(procs), event_loop_seconds(procs), time.monotonic(), time.process_time()
     shared = args.scenario == "shared"
     students = []
     for i in range(n):
@@ -156,7 +174,9 @@ async def level(args, n: int, expected: dict[str, str], static: list[str]) -> di
     runs = [r for s, _ in students for r in s.runs]
     cpu = cpu_seconds(procs) - cpu0
     out = summary(n, runs, cpu / wall, expected)
-    out["core_s_per_first"] = cpu / max(1, sum(r.kind == "first" for r in runs))
+    firsts = max(1, sum(r.kind == "first" for r in runs))
+    out["core_s_per_first"] = cpu / firsts
+    out["event_loop_core_s_per_first"] = (event_loop_seconds(procs) - loop0) / firsts
     out["client_core_s"] = time.process_time() - client0        # the simulated browsers, on the same cores
     out["rss_mb"] = resident_mb(procs)
     out["rss_max_mb"] = out["rss_mb"][0]
@@ -245,6 +265,8 @@ def main() -> None:
               f"{s['cpu_cores']:.2f} | {s['core_s_per_first']:.3f} | {s['rss_mb'][0]:.0f} / {s['rss_mb'][1]:.0f} | "
               f"{s['static_mb']:.1f} | {s['errors']} of {s['runs']} "
               f"(cross-talk {s['crosstalk']}) | {s['waited_first']} / {s['waited_later']} |", flush=True)
+        print(f"    of which the app processes' event loops (their main threads): "
+              f"{s['event_loop_core_s_per_first']:.3f} core-s per first page", flush=True)
         for e in s["error_examples"]:
             print(f"    error: {e}", flush=True)
         time.sleep(args.pause)
