@@ -22,7 +22,7 @@ that student's own sentence's (computed beforehand from the same checkpoint): a 
 is counted as an error and, if it is another student's, as cross-talk.
 Server CPU: the summed CPU time of the app processes (and haproxy) over the level's wall time, and per first page
 (core-seconds: that CPU time over the level's first pages, widget changes included), and the part of it that the
-app processes' event loops spent (their main threads' own clocks, Linux's /proc; 32 % of it in session 45).
+app processes' event loops spent (their main threads' own clocks, Linux's /proc; about a quarter in session 45).
 Memory: the app processes' resident size at the level's end (the largest, and all of them together). The client's
 own CPU over the level (this process: the simulated browsers) is reported beside it: it runs on the server's cores,
 which a real class's laptops do not (a class of 100 on 2 cores: about a quarter of the CPU, docs/benchmarks-history.md

@@ -115,9 +115,9 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
 def _steady(page, root: str) -> None:
     """Wait (up to 60 s) until the number of controls under `root` stops changing with no run going and the page
     connected (a page cut from its server shows 29 of the overview's 50, its widgets disabled); else fail saying what
-    was seen, with a screenshot: a page can be
-    drawn twice (an old `?view=` link switches page; its second run may compute again what the caches let go), and a
-    busy machine showed the first page with 19 (and 28) of its 30+ controls."""
+    was seen, with a screenshot. A page can be drawn twice (an old `?view=` link switches page; its second run may
+    compute again what the caches let go), and a busy machine showed the first page with 19 (and 28) of its 30+
+    controls."""
     seen, looks = None, []
     for _ in range(200):
         app = page.locator("[data-testid='stApp']")
