@@ -16,7 +16,9 @@ Scenarios
           most find theirs computed (the repeated-sentence scenario, kept under its own name).
 Timed per page run: from the rerun request to the server's script_finished. "first page
 + static" adds downloading the static files a browser fetches on a first visit (their
-list is read from a real Chromium once, if /usr/bin/chromium exists, else from index.html).
+list is read from a real Chromium once, if /usr/bin/chromium exists, else from index.html), as
+Chromium fetches them: over 6 kept connections (until session 47 one connection a file, which
+cost the client, on the server's cores, twice the CPU: docs/benchmarks-history.md, session 47).
 Checked per run: the script finished, no exception element, and the translation shown is
 that student's own sentence's (computed beforehand from the same checkpoint): a wrong one
 is counted as an error and, if it is another student's, as cross-talk.

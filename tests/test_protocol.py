@@ -1,4 +1,5 @@
-"""serving/protocol.py's Student against messages fed by hand: which run a run's end belongs to.
+"""serving/protocol.py's Student against messages fed by hand: which run a run's end belongs to; and its static
+files fetched over kept connections, as a browser does, from a small server of the test's own.
 
 The class tests and benchmarks count a follower as missed when its page does not show the teacher's change in
 time; a rerun the server started late (after the client counted it dropped) once ended the teacher's next run
@@ -7,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-from serving.protocol import Student, _pb
+import pytest
+
+from serving.protocol import Student, _pb, http_get_many
 
 ForwardMsg = _pb()[3]
 WHOLE, EARLY, FRAGMENT = 0, 2, 3        # ForwardMsg.ScriptFinishedStatus
@@ -109,3 +112,68 @@ def test_a_run_never_started_is_counted_dropped(monkeypatch):
         return run
     run = asyncio.run(scenario())
     assert run.dropped and run.ok
+
+
+# ---- static files over kept connections ---------------------------------------------------------------------------
+BODY = b"x" * 1000
+
+
+def _response(path: str) -> bytes:
+    """The test server's answer to `path`: a length, chunks (as HAProxy compresses), a close, or not found."""
+    if path.startswith("/chunked"):
+        chunks = b"".join(b"%x\r\n" % len(part) + part + b"\r\n" for part in (BODY[:300], BODY[300:]))
+        return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+    if path.startswith("/missing"):
+        return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+    close = b"Connection: close\r\n" if path.startswith("/close") else b""
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n" % (len(BODY), close) + BODY
+
+
+async def _fetch(paths: list[str], hang_up_after: int = 0) -> tuple[int, int, int]:
+    """(bytes http_get_many counted, bytes the server sent, connections it accepted). hang_up_after: the server
+    closes a connection after that many answers without saying so (a kept connection timed out)."""
+    sent, accepted = [0], [0]
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted[0] += 1
+        answered = 0
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            path = head.split(b" ")[1].decode()
+            answer = _response(path)
+            writer.write(answer)
+            await writer.drain()
+            sent[0] += len(answer)
+            answered += 1
+            if path.startswith("/close") or answered == hang_up_after:
+                break
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        got = await http_get_many("127.0.0.1", port, paths, {"sticky": "a"})
+    return got, sent[0], accepted[0]
+
+
+def test_static_files_come_over_six_kept_connections_whatever_ends_their_bodies():
+    paths = [f"/{kind}/{i}" for i in range(20) for kind in ("length", "chunked")]
+    got, sent, accepted = asyncio.run(_fetch(paths))
+    assert got == sent == 20 * len(_response("/length/0")) + 20 * len(_response("/chunked/0"))
+    assert accepted == 6                                       # 40 files, as Chromium: not one connection each
+
+
+def test_a_connection_the_server_closes_is_opened_again():
+    said, _, said_accepted = asyncio.run(_fetch([f"/close/{i}" for i in range(9)]))
+    silent, silent_sent, silent_accepted = asyncio.run(_fetch([f"/length/{i}" for i in range(12)], hang_up_after=1))
+    assert said == 9 * len(_response("/close/0")) and said_accepted == 9
+    assert silent == silent_sent == 12 * len(_response("/length/0"))
+    assert silent_accepted == 12                                # each silent close cost a new connection
+
+
+def test_a_file_not_found_is_an_error():
+    with pytest.raises(RuntimeError, match="GET /missing/1: 404"):
+        asyncio.run(_fetch(["/length/0", "/missing/1"]))
