@@ -14,7 +14,10 @@ Chromium visit (to learn the static files) adds a first page before the class. N
 Every thread that is not idle is sampled, also one waiting for the GIL: it is counted where it let the GIL go (a
 socket read, a large hash update), which inflates those places when the sessions' threads compete. --gil samples
 only the thread holding the GIL: right for Python code, but torch releases the GIL while it computes, so the model's
-passes then count for less than their CPU. Compare both (docs/benchmarks-history.md, session 39).
+passes then count for less than their CPU. Compare both (docs/benchmarks-history.md, session 39). A sample whose
+innermost frame waits (a condition, the event loop's epoll) is left out: py-spy's --nonblocking sampling does not
+always see that such a thread sleeps (a third of all samples in session 47), and counted they gave the event loop's
+bucket 40 % of the CPU where its own clock says about a quarter.
 """
 from __future__ import annotations
 
@@ -47,13 +50,20 @@ BUCKETS = (
 )
 
 
+# innermost frames of a thread that waits (for a condition or a lock's wake-up, or in the event loop's epoll)
+WAITS = ("Condition.wait (threading.py", "EpollSelector.select (selectors.py")
+
+
 def bucket_counts(raw_files: list[Path]) -> collections.Counter:
-    """Samples per bucket over py-spy's raw files (one line per stack: frames joined by ';', then a count)."""
+    """Samples per bucket over py-spy's raw files (one line per stack: frames joined by ';', then a count); the
+    samples of a waiting thread (WAITS) under None."""
     counts: collections.Counter = collections.Counter()
     for path in raw_files:
         for line in path.read_text().splitlines():
             stack, _, n = line.rpartition(" ")
-            if stack and n.isdigit():
+            if stack and n.isdigit() and stack.rpartition(";")[2].startswith(WAITS):
+                counts[None] += int(n)
+            elif stack and n.isdigit():
                 counts[next(name for key, name in BUCKETS if key in stack)] += int(n)
     return counts
 
@@ -95,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         stop(server)
     level = json.loads(summary.read_text())[0]
     counts = bucket_counts(sorted(out.glob("app-*.txt")))
+    waits = counts.pop(None, 0)
     total = sum(counts.values()) or 1
     firsts = args.students
     print(f"\n{machine()}; {args.students} students, each a new sentence, {args.changes} changes each; "
           f"{args.processes} app processes; raw stacks in {out}")
     print(f"first page p50 / p95 {level['first_p50']:.2f} / {level['first_p95']:.2f} s, class_load's core-s per "
           f"first page {level['core_s_per_first']:.3f}; errors {level['errors']}")
+    print(f"samples of waiting threads left out: {waits} of {waits + sum(counts.values())}")
     print("| where | share of the app processes' samples | core-s per first page |")
     print("|---|---|---|")
     for name, n in counts.most_common():
