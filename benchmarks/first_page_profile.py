@@ -61,10 +61,10 @@ def bucket_counts(raw_files: list[Path]) -> collections.Counter:
     for path in raw_files:
         for line in path.read_text().splitlines():
             stack, _, n = line.rpartition(" ")
-            if stack and n.isdigit() and stack.rpartition(";")[2].startswith(WAITS):
-                counts[None] += int(n)
-            elif stack and n.isdigit():
-                counts[next(name for key, name in BUCKETS if key in stack)] += int(n)
+            if not (stack and n.isdigit()):
+                continue
+            waits = stack.rpartition(";")[2].startswith(WAITS)
+            counts[None if waits else next(name for key, name in BUCKETS if key in stack)] += int(n)
     return counts
 
 

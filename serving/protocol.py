@@ -40,26 +40,28 @@ def _pb():
     return BackMsg, ClientState, ContextInfo, ForwardMsg, WidgetState, WidgetStates
 
 
+def _get(host: str, port: int, path: str, cookies: dict[str, str], gzip: bool = True, close: bool = False) -> bytes:
+    """A GET request's bytes, with the cookie jar's cookies."""
+    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", *(["Accept-Encoding: gzip"] if gzip else []),
+             *(["Connection: close"] if close else []), *([f"Cookie: {cookie}"] if cookie else [])]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
 async def http_get(host: str, port: int, path: str, cookies: dict[str, str]) -> tuple[int, int, dict[str, str]]:
     """One GET (gzip accepted, Connection: close): (status, bytes on the wire, headers).
     Set-Cookie values are added to `cookies` (the proxy's stickiness cookie)."""
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), TIMEOUT)
-    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
-    writer.write((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept-Encoding: gzip\r\nConnection: close\r\n"
-                  + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode())
-    await writer.drain()
-    data = await asyncio.wait_for(reader.read(), TIMEOUT)
-    writer.close()
-    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-    headers: dict[str, str] = {}
-    for line in head[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-        if name.strip().lower() == "set-cookie":
-            k, _, v = value.strip().split(";", 1)[0].partition("=")
-            cookies[k] = v
-    status = int(head[0].split()[1]) if head and head[0].startswith("HTTP/") else 0
-    return status, len(data), headers
+    try:
+        writer.write(_get(host, port, path, cookies, close=True))
+        await writer.drain()
+        status, size, _, headers = await asyncio.wait_for(_answer(reader), TIMEOUT)
+    finally:
+        writer.close()
+    if "set-cookie" in headers:
+        k, _, v = headers["set-cookie"].split(";", 1)[0].partition("=")
+        cookies[k] = v
+    return status, size, headers
 
 
 BROWSER_CONNECTIONS = 6    # what a browser opens to one host over HTTP/1.1 at once
@@ -71,7 +73,6 @@ async def http_get_many(host: str, port: int, paths: list[str], cookies: dict[st
     path as its last answer ends; a connection the server closes is opened again. Bytes on the wire, all of them.
     Raises RuntimeError on an answer other than 200."""
     todo = list(reversed(paths))
-    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
 
     async def one_connection() -> int:
         got, stream = 0, None
@@ -81,10 +82,9 @@ async def http_get_many(host: str, port: int, paths: list[str], cookies: dict[st
                 for fresh in (stream is None, True):       # a kept connection the server closed meanwhile: again
                     if stream is None:
                         stream = await asyncio.wait_for(asyncio.open_connection(host, port), TIMEOUT)
-                    stream[1].write((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept-Encoding: gzip\r\n"
-                                     + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode())
+                    stream[1].write(_get(host, port, path, cookies))
                     try:
-                        status, size, keep = await asyncio.wait_for(_answer(stream[0]), TIMEOUT)
+                        status, size, keep, _ = await asyncio.wait_for(_answer(stream[0]), TIMEOUT)
                         break
                     except (asyncio.IncompleteReadError, ConnectionError):
                         stream[1].close()
@@ -104,9 +104,9 @@ async def http_get_many(host: str, port: int, paths: list[str], cookies: dict[st
     return sum(await asyncio.gather(*(one_connection() for _ in range(min(connections, len(paths))))))
 
 
-async def _answer(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
-    """One HTTP/1.1 answer read off a kept connection: (status, bytes, whether the connection stays open). Its
-    body's end: Content-Length, else chunks (HAProxy compresses into chunks), else the connection's end."""
+async def _answer(reader: asyncio.StreamReader) -> tuple[int, int, bool, dict[str, str]]:
+    """One HTTP/1.1 answer: (status, bytes on the wire, whether the connection stays open, headers by lower-case
+    name). Its body's end: Content-Length, else chunks (HAProxy compresses into chunks), else the connection's end."""
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
@@ -124,17 +124,15 @@ async def _answer(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
     else:
         size += len(await reader.read())
         keep = False
-    return status, size, keep
+    return status, size, keep, headers
 
 
 async def http_text(host: str, port: int, path: str, cookies: dict[str, str],
                     timeout: float = TIMEOUT) -> tuple[int, str]:
     """One GET, uncompressed (Connection: close): (status, body)."""
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
     try:
-        writer.write((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n"
-                      + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n").encode())
+        writer.write(_get(host, port, path, cookies, gzip=False, close=True))
         await writer.drain()
         data = await asyncio.wait_for(reader.read(), timeout)
     finally:
