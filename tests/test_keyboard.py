@@ -136,7 +136,7 @@ def _steady(page, root: str) -> None:
 def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipped_server, browser):
     from app.pages import PAGES
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    unreached, counts, ring = {}, {}, {}
+    unreached, counts, ring, few = {}, {}, {}, []
     page.goto(f"{shipped_server}/")                  # the first page's own path: no run that switches page first
     for p in PAGES:                     # each page from the menu, as a student goes (no new session per page)
         if p is PAGES[0]:
@@ -152,10 +152,14 @@ def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipp
         page.evaluate(TOP)
         controls, reached = _walk(page, p is PAGES[0], ring)
         counts[p.slug] = len(controls)
+        if p is PAGES[0] and len(controls) < 30:       # seen once in a full run (session 47, 20 of ~49): what was there
+            page.screenshot(path=str(ARTIFACTS / "first-page-few-controls.png"), full_page=True)
+            few = [f"{c['kind']} {c['name']!r}" for c in controls]
         if missed := [f"{c['kind']} {c['name']!r}" for c in controls if c["kb"] not in reached]:
             unreached[p.slug] = missed
     page.close()
-    assert counts[PAGES[0].slug] >= 30 and min(counts.values()) >= 2, counts   # the controls were found
+    assert counts[PAGES[0].slug] >= 30 and min(counts.values()) >= 2, (counts, few)   # the controls were found (if
+    # not: a screenshot in ARTIFACTS and the first page's controls by name)
     assert not unreached, unreached
     assert len(ring) >= 10 and not [kind for kind, seen in ring.items() if not seen], ring
 
