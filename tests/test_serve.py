@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import warnings
 from pathlib import Path
@@ -201,6 +202,13 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
         await s.rerun("first", expect=want)
         for key in ("layer", "head", "layer"):
             await s.rerun("change", [s.choose(key, random.Random(text))], expect=want)
+        # as a browser asks: a layer or head change reruns the chosen head's own fragment (issue 53), which
+        # writes the link itself
+        assert s.fragments["layer"] == s.fragments["head"] not in ("", s.fragments["kind"]), s.fragments
+        for key in ("head", "layer"):
+            chosen = s.choose(key, random.Random(text + key))
+            await s.rerun("change", [chosen], expect=want, fragment=s.fragments[key])
+            assert dict(urllib.parse.parse_qsl(s.link)).get(key, "0") == chosen.string_value, (key, s.link)
         await s.close()
         return s
 
@@ -208,7 +216,7 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
         return await asyncio.gather(*(student(t, w) for t, w in zip(texts, expected)))
     students = run_apart(everyone())
     runs = [r for s in students for r in s.runs]
-    assert len(runs) == 48 and all(r.ok for r in runs), [r.error for r in runs if not r.ok][:3]
+    assert len(runs) == 72 and all(r.ok for r in runs), [r.error for r in runs if not r.ok][:3]
     assert {s.cookies.get(COOKIE) for s in students} == {"app1", "app2"}
 
 

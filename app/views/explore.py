@@ -35,9 +35,9 @@ def render(ctx: Context) -> None:
 
 @fragment
 def explorer(ctx: Context) -> None:
-    """Everything the explorer's own widgets change. A fragment: a kind, layer, head or row change (and the
-    chart's head menu) reruns only this, not the sidebar, the sentence and its translation (each student of a
-    class clicks through heads: BENCHMARKS.md, issue 53)."""
+    """Everything the explorer's own widgets change. A fragment: a kind change reruns only this, not the sidebar,
+    the sentence and its translation; a layer, head or row change (and the chart's head menu) reruns only the
+    chosen head's fragment inside it (`_head`: each student of a class clicks through heads, issue 53)."""
     _explore(ctx)
     classroom.end_of_run(ctx.site)   # a fragment's rerun does not reach main(), which writes the link otherwise
 
@@ -51,8 +51,31 @@ def _explore(ctx: Context) -> None:
     rows, cols = tokens_for(ex.trace, kind.query_side), tokens_for(ex.trace, kind.key_side)
     attn = ex.trace.attention(name)[:, 0].numpy()  # (L, H, Tq, Tk)
     why(row[4] if compact else st, _(kind.caption), compact, "explore")
-    c1, c2, c3 = row[1:4] if compact else st.columns(3)
+    state.hold(state.HEAD_INLINE, True)    # the head's fragment runs inside this run, which ends it (end_of_run)
+    try:
+        _head(ctx, row[1:4] if compact else st.columns(3), attn, rows, cols, kind)
+    finally:
+        state.hold(state.HEAD_INLINE, False)
+    if not polls.answer_hidden(polls.HEAD_TARGET):
+        _averages(ctx, attn, rows, cols, kind)
+        _several(ctx, attn, rows, cols, kind)
+        layer = state.widget(LAYER.name, 0)
+        state.hold(state.BLOCKS_LAYER, layer)
+        what_if.compare_ui(ctx, kind, layer)
+
+
+@fragment
+def _head(ctx: Context, pickers: list[DeltaGenerator], attn: np.ndarray, rows: list[str], cols: list[str],
+          kind: AttentionKind) -> None:
+    """The chosen head: the layer, head and row pickers (in `pickers`, the explorer's columns), both charts and the
+    head's tools. A fragment inside the explorer's: a layer, head or row change reruns only this, a fifth cheaper
+    than the explorer's run (issue 53)."""
+    ex, settings = ctx.explanation, ctx.settings
+    c1, c2, c3 = pickers
+    alone = not state.held(state.HEAD_INLINE)
     layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
+    if alone and layer != state.held(state.BLOCKS_LAYER) and state.widget(what_if.COMPARE_BOX):
+        st.rerun(scope="app")           # "change a word", open below, compares the chosen layer: draw it again
     picked = selectbox(c3, QUERY, _("Highlight the row of token"), [None, *range(len(rows))],
                        format_func=lambda i: _("(none)") if i is None else f"{i}: {rows[i]}", placeholder=_("(none)"))
     if picked is not None:
@@ -61,19 +84,19 @@ def _explore(ctx: Context) -> None:
     if polls.answer_hidden(polls.HEAD_TARGET):
         st.info(_("The attention maps are hidden while the class answers “Where will this head look?”."),
                 icon=":material/visibility_off:")
-        return
-    left, right = st.columns([3, 2])
-    attention_charts.draw((left, right), attn, rows, cols, (layer, head), {
-        "title": _("{kind}: every layer × head").format(kind=_(kind.label)),
-        "row_title": _("{side} (query)").format(side=_(kind.query_side)),
-        "col_title": _("{side} (key)").format(side=_(kind.key_side))}, settings, picked, _pick)
-    _head_tools(ctx, right, attn, rows, cols, kind, (layer, head))
-    if picked is not None:
-        chart(st, ctx.figure("row", (name, picked), lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
-              key="row", settings=settings)
-    _averages(ctx, attn, rows, cols, kind)
-    _several(ctx, attn, rows, cols, kind)
-    what_if.compare_ui(ctx, kind, layer)
+    else:
+        left, right = st.columns([3, 2])
+        attention_charts.draw((left, right), attn, rows, cols, (layer, head), {
+            "title": _("{kind}: every layer × head").format(kind=_(kind.label)),
+            "row_title": _("{side} (query)").format(side=_(kind.query_side)),
+            "col_title": _("{side} (key)").format(side=_(kind.key_side))}, settings, picked, _pick)
+        _head_tools(ctx, right, attn, rows, cols, kind, (layer, head))
+        if picked is not None:
+            chart(st, ctx.figure("row", (kind.name, picked),
+                                 lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
+                  key="row", settings=settings)
+    if alone:                           # this fragment's own run: nothing around it ends it
+        classroom.end_of_run(ctx.site)
 
 
 def kind_picker(where: DeltaGenerator, compact: bool) -> str:
