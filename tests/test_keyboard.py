@@ -3,6 +3,7 @@ too), each kind of control shows a visible focus ring when Tab lands on it, and 
 keyboard (a slider's arrows, a toggle's space, a list's arrows and Enter, an expander's Enter)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,23 @@ CONTROLS = """(root) => {
     out.push({kb: e.dataset.kb, kind, name: (e.getAttribute('aria-label') || e.innerText || '').trim().slice(0, 40)});
   }
   return out;
+}"""
+# Every candidate control with why CONTROLS would leave it out (for a failure's record: a full run sometimes counts
+# 20 of the first page's ~49 controls, steady for 300 ms with no run going and the page connected).
+CANDIDATES = """() => {
+  """ + SEEN + """
+  const sel = "button, input, textarea, select, [role='slider'], [role='combobox'], [role='radio'], " +
+              "[role='switch'], [role='checkbox'], [role='tab'], summary, a[href], [tabindex]:not([tabindex='-1'])";
+  return Array.from(document.querySelectorAll(sel)).map((e) => {
+    const r = seen(e).getBoundingClientRect(), cs = getComputedStyle(e), closed = e.closest('details:not([open])');
+    const why = e.closest('.js-plotly-plot, .modebar') ? 'plotly' : closed && e.tagName !== 'SUMMARY' ? 'closed' :
+      r.width < 2 || r.height < 2 ? `size ${r.width}x${r.height}` : cs.visibility !== 'visible' ? cs.visibility :
+      e.disabled || e.getAttribute('aria-disabled') === 'true' ? 'disabled' : e.tabIndex < 0 ? 'tabindex' : 'counted';
+    const widget = e.closest('[data-testid^=st]'), stale = e.closest('[data-stale="true"]');
+    return {why, stale: !!stale, widget: widget ? widget.dataset.testid : null,
+            main: !!e.closest("[data-testid='stMain']"),
+            name: (e.getAttribute('aria-label') || e.innerText || '').trim().slice(0, 40)};
+  });
 }"""
 # The focused control's number (null: none of them), and whether the focus is in the page's own part.
 FOCUSED = """(main) => { const e = document.activeElement;
@@ -152,9 +170,14 @@ def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipp
         page.evaluate(TOP)
         controls, reached = _walk(page, p is PAGES[0], ring)
         counts[p.slug] = len(controls)
-        if p is PAGES[0] and len(controls) < 30:       # seen once in a full run (session 47, 20 of ~49): what was there
+        if p is PAGES[0] and len(controls) < 30:       # seen in full runs (sessions 47, 48: 20 of ~49): what was there
             page.screenshot(path=str(ARTIFACTS / "first-page-few-controls.png"), full_page=True)
             few = [f"{c['kind']} {c['name']!r}" for c in controls]
+            app = page.locator("[data-testid='stApp']")
+            (ARTIFACTS / "first-page-few-controls.json").write_text(json.dumps({
+                "url": page.url, "states": [app.get_attribute(a) for a in
+                                            ("data-test-script-state", "data-test-connection-state")],
+                "counted": few, "candidates": page.evaluate(CANDIDATES)}, indent=1))
         if missed := [f"{c['kind']} {c['name']!r}" for c in controls if c["kb"] not in reached]:
             unreached[p.slug] = missed
     page.close()
