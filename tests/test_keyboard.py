@@ -62,6 +62,10 @@ CANDIDATES = """() => {
             name: (e.getAttribute('aria-label') || e.innerText || '').trim().slice(0, 40)};
   });
 }"""
+# The page's widgets take input: the sidebar's first select box (the language, on every page) is not disabled, as
+# Streamlit disables every widget while its page is not connected.
+ENABLED = """() => { const e = document.querySelector("[data-testid='stSidebar'] [data-testid='stSelectbox'] input");
+  return !!e && !e.disabled; }"""
 # The focused control's number (null: none of them), and whether the focus is in the page's own part.
 FOCUSED = """(main) => { const e = document.activeElement;
   return [e && e.dataset ? (e.dataset.kb || null) : null, !!e && !!e.closest(main)]; }"""
@@ -142,8 +146,10 @@ def _steady(page, root: str) -> None:
     for _ in range(200):
         app = page.locator("[data-testid='stApp']")
         states = (app.get_attribute("data-test-script-state"), app.get_attribute("data-test-connection-state"))
-        # a run still drawing, or a page not connected to its server (yet, or again: its widgets disabled): not steady
-        now = len(page.evaluate(CONTROLS, root)) if states == ("notRunning", "CONNECTED") else None
+        # a run still drawing, or a page not connected to its server (yet, or again: its widgets disabled), or whose
+        # widgets are disabled for any other reason: not steady
+        now = (len(page.evaluate(CONTROLS, root)) if states == ("notRunning", "CONNECTED") and page.evaluate(ENABLED)
+               else None)
         if now is not None and now == seen:
             return
         seen = now
