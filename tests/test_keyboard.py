@@ -20,10 +20,12 @@ pytestmark = [pytest.mark.e2e,
 # A slider's, a toggle's, a radio's own input is visually hidden (1 px): what one sees is its widget.
 SEEN = """const seen = (e) => e.getBoundingClientRect().width >= 2 ? e :
   (e.closest('[data-testid=stSlider], [data-testid=stCheckbox], label') || e);"""
+# What may take the focus (CONTROLS counts those a student can reach; CANDIDATES says why the others are not).
+FOCUSABLE = """const sel = "button, input, textarea, select, [role='slider'], [role='combobox'], [role='radio'], " +
+  "[role='switch'], [role='checkbox'], [role='tab'], summary, a[href], [tabindex]:not([tabindex='-1'])";"""
 CONTROLS = """(root) => {
   """ + SEEN + """
-  const sel = "button, input, textarea, select, [role='slider'], [role='combobox'], [role='radio'], " +
-              "[role='switch'], [role='checkbox'], [role='tab'], summary, a[href], [tabindex]:not([tabindex='-1'])";
+  """ + FOCUSABLE + """
   for (const e of document.querySelectorAll('[data-kb]')) delete e.dataset.kb;     // the last page's marks
   const out = [];
   let i = 0;
@@ -49,8 +51,7 @@ CONTROLS = """(root) => {
 # menu and the headings' anchors had been counted, none of the widgets).
 CANDIDATES = """() => {
   """ + SEEN + """
-  const sel = "button, input, textarea, select, [role='slider'], [role='combobox'], [role='radio'], " +
-              "[role='switch'], [role='checkbox'], [role='tab'], summary, a[href], [tabindex]:not([tabindex='-1'])";
+  """ + FOCUSABLE + """
   return Array.from(document.querySelectorAll(sel)).map((e) => {
     const r = seen(e).getBoundingClientRect(), cs = getComputedStyle(e), closed = e.closest('details:not([open])');
     const why = e.closest('.js-plotly-plot, .modebar') ? 'plotly' : closed && e.tagName !== 'SUMMARY' ? 'closed' :
