@@ -30,6 +30,15 @@ os.environ.setdefault("TRANSFORMER_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")     # and every other process that computes (commands, training)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `early` (long, and no browser: a training run, a BLEU score) run first. pytest-xdist's
+    worksteal gives each worker a contiguous half of the tests and hands the end of a queue out last, so one of them
+    collected late ended the run on one worker while the other had nothing left (session 48: the CPU visit's 27 s
+    alone at the end). Browser tests stay where they are: run side by side at the start, they had slowed each other
+    into timing failures (docs/benchmarks-history.md, session 48)."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)      # a stable sort: the rest keep order
+
+
 @pytest.fixture(scope="session")
 def tokenizer() -> Tokenizer:
     return Tokenizer.train(sentences(400), vocab_size=60)

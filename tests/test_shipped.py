@@ -83,6 +83,7 @@ def test_shipped_checkpoint_reaches_its_bleu_target(name):
 
 
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30K not found at {MULTI30K} (set MULTI30K_DIR)")
+@pytest.mark.early
 @pytest.mark.parametrize("ckpt_dir", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_card_greedy_bleu_reproduces(ckpt_dir):
     ckpt = load_checkpoint(ckpt_dir)

@@ -40,6 +40,7 @@ def base_args(data: Path, out: Path, *extra: str) -> list[str]:
             "--out", str(out), "--no-progress", "--threads", "1", *extra]
 
 
+@pytest.mark.early
 def test_learns_to_reverse_and_writes_a_checkpoint(tmp_path):
     data = tmp_path / "data"
     write_reverse_task(data)
@@ -175,6 +176,7 @@ def test_init_from_may_change_the_dropout_rate_and_nothing_else_of_the_shape(tmp
     assert all(torch.equal(a, b) for a, b in zip(changed.state_dict().values(), before.model.state_dict().values()))
 
 
+@pytest.mark.early
 def test_torchrun_two_processes_keep_identical_replicas(tmp_path):
     data = tmp_path / "data"
     write_reverse_task(data, n_train=400)

@@ -14,6 +14,7 @@ import tarfile
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 from model.commands.visit import Log
@@ -95,6 +96,7 @@ def blocker(root: Path) -> Path:
     return folder
 
 
+@pytest.mark.early
 def test_a_whole_visit_on_the_cpu_packs_what_a_later_visit_can_train_on(tmp_path):
     """One test, so that one worker runs the visit (a module fixture would run in each worker that takes one
     of its tests: two visits at once on two cores)."""
