@@ -1,6 +1,7 @@
 """Shared fixtures: tiny models and tokenizers made on the spot (no data needed)."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -28,6 +29,20 @@ torch.set_num_threads(1)
 # modules: 300 / 324 -> 249 / 250 core-s, 163 / 177 -> 139 / 140 s (docs/benchmarks-history.md, session 42).
 os.environ.setdefault("TRANSFORMER_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")     # and every other process that computes (commands, training)
+
+
+def _scan_installed_components_once() -> None:
+    """Each new AppTest's first run scans every installed distribution's metadata for Streamlit component manifests
+    (a pool of threads reading ~450 metadata files): 0.13 s of CPU an AppTest, 16 core-s over the suite's ~124
+    (docs/benchmarks-history.md, session 49). What is installed does not change during a run, so each worker scans
+    once. The app's own components are declared in its code (st.components.v2.component), not by a manifest; the
+    app servers the tests start scan as they always do."""
+    from streamlit.components.v2 import manifest_scanner
+    scan = functools.cache(manifest_scanner.scan_component_manifests)
+    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(scan(max_workers))
+
+
+_scan_installed_components_once()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
