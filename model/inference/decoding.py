@@ -396,8 +396,7 @@ def forced_decode_many(model: Transformer, src: Tensor, references: list[list[in
                        trace: Trace | None = None) -> list[ForcedResult]:
     """`forced_decode` of several sentences as one padded pass: src (B, S) padded at the end, references[b] the
     ids (no bos/eos) of sentence b. Each result's probabilities and ranks are those of its sentence alone (within
-    float error); the trace is the batch's (Trace.entry cuts out one sentence's), so the results carry none. The
-    logits are not recorded: a trace of the stream is one sentence's own pass."""
+    float error); the trace is the batch's (Trace.entry cuts out one sentence's), so the results carry none."""
     cfg = model.cfg
     longest = max(len(r) for r in references) + 1
     tgt = torch.tensor([[cfg.bos_id] + r + [cfg.pad_id] * (longest - 1 - len(r)) for r in references],
@@ -405,10 +404,11 @@ def forced_decode_many(model: Transformer, src: Tensor, references: list[list[in
     src_mask = model.src_mask(src)
     memory = model.encode(src, src_mask, trace)
     hidden = model.decode(tgt, memory, src_mask, trace=trace)                                 # (B, T, D)
+    log_probs = output_log_probs(model, hidden, trace)                                        # (B, T, V)
     out = []
-    for b, reference in enumerate(references):      # one sentence's logits at a time: the batch's (B, T, V) at
-        gold = torch.tensor(reference + [cfg.eos_id], device=src.device)     # once were ~60 MB that the process kept
-        lp = output_log_probs(model, hidden[b, : len(gold)])                                  # (T_b, V)
+    for b, reference in enumerate(references):
+        gold = torch.tensor(reference + [cfg.eos_id], device=src.device)                     # (T_b,)
+        lp = log_probs[b, : len(gold)]                                                        # (T_b, V)
         gold_lp = lp.gather(1, gold[:, None])[:, 0]
         ranks = (lp > gold_lp[:, None]).sum(-1) + 1
         out.append(ForcedResult(gold.tolist(), gold_lp.exp().tolist(), ranks.tolist(), None))
