@@ -26,7 +26,7 @@ from model.analysis.attribution import Attribution, Cost, attribute
 from model.analysis.attribution.contrast import Contrast, contrast
 from model.analysis.heads import HeadStatistics
 from model.analysis.heads import store as heads_store
-from model.inference.decoding import ForcedResult
+from model.inference.decoding import DecodeResult, ForcedResult
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import (
     SCORES,
@@ -36,7 +36,6 @@ from model.inference.pipeline import (
     encoder_trace,
     explain,
     explain_decoded,
-    explain_decoded_many,
     knockout_effects,
     source_ids,
     token_probabilities,
@@ -151,7 +150,7 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
 
     The decoding itself is done once per (model, sentence, options): the plain
     explanation's, decoded together with other sessions' sentences of the same moment
-    (`batcher`), and traced likewise; the other variants only trace their own teacher-forced pass over it."""
+    (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
     key = ("explanation", path, precision, text, opts, reference, recording, knockout)
     return _kept().get(key, lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
 
@@ -173,8 +172,9 @@ def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, refe
     if reference is None and recording == SCORES:
         ids = source_ids(ckpt, text)               # raises InputError here, in its own session
         check_prefix(ckpt, ids, opts)              # a forced start (the step page's "what if") that fits
-        result = batcher("decode")((path, precision, opts), ids)
-        return batcher("trace")((path, precision), (text, ids, result))
+        result = decode_batcher()((path, precision, opts), ids)
+        with MODEL_TURN:
+            return explain_decoded(ckpt, text, ids, result)
     plain = get_explanation(path, text, opts, precision=precision)
     with MODEL_TURN:
         return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
@@ -203,17 +203,17 @@ def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recordi
 
 
 @st.cache_resource(show_spinner=False)
-def batcher(work: str) -> Batcher:
-    """The process's batchers (at most $TRANSFORMER_MAX_BATCH items; 1 turns batching off). "decode": sentences of
-    one model and one set of options asked for at about the same time, decoded as one batch. "trace": the sessions
-    of a decoding batch, which come for their traces together, take one padded traced pass (explain_decoded_many:
-    13.7 instead of 19.4 ms a sentence in 16; docs/benchmarks-history.md, session 49) instead of one each in turn."""
-    def run(group: tuple, items: list) -> list:
-        ckpt = get_served(group[0], group[1])
+def decode_batcher() -> Batcher:
+    """The process's batcher of decodings: sentences of one model and one set of options
+    asked for at about the same time are decoded as one batch (at most
+    $TRANSFORMER_MAX_BATCH; 1 turns batching off)."""
+    def run(group: tuple[str, str, DecodeOptions], ids: list[list[int]]) -> list[DecodeResult]:
+        path, precision, opts = group
+        ckpt = get_served(path, precision)
         with MODEL_TURN:
-            return decode_many(ckpt, items, group[2]) if work == "decode" else explain_decoded_many(ckpt, items)
+            return decode_many(ckpt, ids, opts)
     most = config().max_batch
-    return Batcher(run, max_batch=most, window={"decode": 0.02, "trace": 0.005}[work] if most > 1 else 0.0)
+    return Batcher(run, max_batch=most, window=0.02 if most > 1 else 0.0)
 
 
 @st.cache_resource(show_spinner="Switching off each head in turn…", max_entries=32)

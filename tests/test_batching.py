@@ -1,7 +1,6 @@
 """Batching concurrent sessions' decodings: batches form under concurrency, each caller
 gets its own result, a failing item fails only its caller, batches of a group never
-overlap; and a sentence decoded in a batch explains exactly as one decoded alone, also when its traced pass
-is one of a batch's."""
+overlap; and a sentence decoded in a batch explains exactly as one decoded alone."""
 from __future__ import annotations
 
 import threading
@@ -11,8 +10,7 @@ import pytest
 import torch
 
 from model.inference.options import DecodeOptions
-from model.inference.pipeline import decode_many, explain, explain_decoded, explain_decoded_many, source_ids
-from model.network.trace import Recording, Trace
+from model.inference.pipeline import decode_many, explain, explain_decoded, source_ids
 from model.storage.checkpoint import Checkpoint
 from serving.batching import Batcher
 from tests.support import sentences, tiny_model
@@ -98,38 +96,3 @@ def test_a_sentence_decoded_in_a_batch_explains_as_one_decoded_alone(tokenizer, 
                 torch.testing.assert_close(ha.cross_attn, hb.cross_attn, atol=1e-5, rtol=1e-4)
                 torch.testing.assert_close(ha.self_attn, hb.self_attn, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(together.trace.attention("cross"), alone.trace.attention("cross"))
-
-
-def test_traced_passes_taken_together_give_each_sentence_its_own_trace(tokenizer):
-    """explain_decoded_many: one padded pass, cut per sentence: every tensor of each trace has the shape of the
-    sentence's own pass and its values (padding is never seen), and the same token probabilities."""
-    ckpt = Checkpoint(tiny_model(tokenizer.vocab_size, seed=3), tokenizer, tokenizer)
-    texts = sentences(6, seed=4)
-    ids = [source_ids(ckpt, t) for t in texts]
-    assert len({len(i) for i in ids}) > 1                            # sources of several lengths: padding
-    results = decode_many(ckpt, ids, DecodeOptions("beam", beam_size=3, record_steps=True))
-    assert len({len(r.tokens) for r in results}) > 1                 # and outputs of several lengths
-    together = explain_decoded_many(ckpt, list(zip(texts, ids, results)))
-    for text, i, result, many in zip(texts, ids, results, together):
-        alone = explain_decoded(ckpt, text, i, result)
-        assert many.output == alone.output and many.target_ids == alone.target_ids
-        assert many.trace.source_tokens == alone.trace.source_tokens
-        assert many.trace.target_tokens == alone.trace.target_tokens
-        assert many.trace.names() == alone.trace.names()
-        for name in alone.trace.names():
-            a, b = many.trace[name], alone.trace[name]
-            assert a.shape == b.shape, name
-            if a.dtype == torch.bool:
-                assert torch.equal(a, b), name
-            else:
-                torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4, msg=name)
-        torch.testing.assert_close(torch.tensor(many.output_probs), torch.tensor(alone.output_probs),
-                                   atol=1e-5, rtol=1e-4)
-        assert many.confidence(ckpt).words(many.output_pieces(ckpt)) == \
-            alone.confidence(ckpt).words(alone.output_pieces(ckpt))
-
-
-def test_a_trace_with_q_k_v_or_the_stream_is_not_cut():
-    for recording in (Recording(qkv=True), Recording(stream=True)):
-        with pytest.raises(ValueError, match="not Q/K/V or the stream"):
-            Trace(recording).entry(0, 3, 3)

@@ -392,30 +392,6 @@ class ForcedResult:
 
 
 @torch.inference_mode()
-def forced_decode_many(model: Transformer, src: Tensor, references: list[list[int]],
-                       trace: Trace | None = None) -> list[ForcedResult]:
-    """`forced_decode` of several sentences as one padded pass: src (B, S) padded at the end, references[b] the
-    ids (no bos/eos) of sentence b. Each result's probabilities and ranks are those of its sentence alone (within
-    float error); the trace is the batch's (Trace.entry cuts out one sentence's), so the results carry none."""
-    cfg = model.cfg
-    longest = max(len(r) for r in references) + 1
-    tgt = torch.tensor([[cfg.bos_id] + r + [cfg.pad_id] * (longest - 1 - len(r)) for r in references],
-                       device=src.device)                                                    # (B, T)
-    src_mask = model.src_mask(src)
-    memory = model.encode(src, src_mask, trace)
-    hidden = model.decode(tgt, memory, src_mask, trace=trace)                                 # (B, T, D)
-    log_probs = output_log_probs(model, hidden, trace)                                        # (B, T, V)
-    out = []
-    for b, reference in enumerate(references):
-        gold = torch.tensor(reference + [cfg.eos_id], device=src.device)                     # (T_b,)
-        lp = log_probs[b, : len(gold)]                                                        # (T_b, V)
-        gold_lp = lp.gather(1, gold[:, None])[:, 0]
-        ranks = (lp > gold_lp[:, None]).sum(-1) + 1
-        out.append(ForcedResult(gold.tolist(), gold_lp.exp().tolist(), ranks.tolist(), None))
-    return out
-
-
-@torch.inference_mode()
 def forced_decode(model: Transformer, src: Tensor, reference: list[int], trace: Trace | None = None,
                   knockout: frozenset[str] = frozenset()) -> ForcedResult:
     """Teacher-forced pass of one sentence src (1, S) over reference ids (no bos/eos):

@@ -16,14 +16,7 @@ import torch
 
 from i18n import N_, Later
 from model.inference.confidence import Confidence, assess
-from model.inference.decoding import (
-    DecodeResult,
-    ForcedResult,
-    decode,
-    forced_decode,
-    forced_decode_many,
-    output_log_probs,
-)
+from model.inference.decoding import DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
 from model.inference.options import DecodeOptions, max_output_length
 from model.network.batch import Example, collate
 from model.network.kinds import kind
@@ -168,27 +161,6 @@ def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeR
     own = forced if reference is None else forced_decode(model, src, result.tokens, knockout=knockout)
     return Explanation(text, ckpt.tgt_tokenizer.decode(result.tokens), ids, target_ids, result, trace,
                        forced if reference is not None else None, own.probs)
-
-
-def explain_decoded_many(ckpt: Checkpoint, decoded: list[tuple[str, list[int], DecodeResult]]) -> list[Explanation]:
-    """`explain_decoded` of several decodings (text, source ids, result) at once: one padded teacher-forced pass
-    with a trace, cut into each sentence's own (Trace.entry). Each Explanation equals its sentence's alone
-    (within float error); in a batch of 16 a sentence's pass costs 13.7 ms instead of 19.4 (the served copy;
-    docs/benchmarks-history.md, session 49). The default recording only (SCORES, no reference, no knockout)."""
-    model, cfg = ckpt.model, ckpt.config
-    device = next(model.parameters()).device
-    src = collate([Example(ids, [cfg.bos_id]) for _text, ids, _r in decoded], cfg.pad_id)[0].to(device)   # (B, S)
-    trace = Trace(SCORES)
-    forced = forced_decode_many(model, src, [r.tokens for _t, _i, r in decoded], trace)
-    out = []
-    for b, ((text, ids, result), own) in enumerate(zip(decoded, forced)):
-        target_ids = [cfg.bos_id] + result.tokens
-        one = trace.entry(b, len(ids), len(target_ids))
-        one.source_tokens = [ckpt.src_tokenizer.pieces(ids)]
-        one.target_tokens = [ckpt.tgt_tokenizer.pieces(target_ids)]
-        out.append(Explanation(text, ckpt.tgt_tokenizer.decode(result.tokens), ids, target_ids, result, one, None,
-                               own.probs))
-    return out
 
 
 def explanation_json(ex: Explanation, ckpt: Checkpoint, opts: DecodeOptions) -> dict[str, Any]:

@@ -49,7 +49,6 @@ from torch import Tensor
 
 from model.network import names
 from model.network.kinds import kind as attention_kind
-from model.network.kinds import of_module
 
 
 @dataclass(frozen=True)
@@ -104,30 +103,6 @@ class Trace:
         keeps of a large recording once it has read the rest."""
         return Trace(self.recording, {n: self.tensors[n] for n in names if n in self.tensors},
                      self.source_tokens, self.target_tokens)
-
-    def entry(self, index: int, source_length: int, target_length: int) -> Trace:
-        """Batch entry `index` of a padded batch's trace (padding at the end) as the trace of that sentence alone:
-        batch 1, every source axis cut to source_length and every target axis to target_length, each tensor a copy
-        (a view would keep the whole batch alive). For what an explanation records (weights, scores, masks,
-        embeddings, positional encodings); not Q/K/V or the stream. Tokens are not copied."""
-        if self.recording.qkv or self.recording.stream:
-            raise ValueError("Trace.entry cuts weights, scores, masks and embeddings, not Q/K/V or the stream")
-        cut = {"source": source_length, "target": target_length}
-        one = Trace(self.recording)
-        for name, tensor in self.tensors.items():
-            sides = _sides(name)
-            if name.endswith(".positional"):              # (S|T, D): no batch axis
-                one.tensors[name] = tensor[: cut[sides[0]]].clone()
-                continue
-            x = tensor[index: index + 1]
-            if len(sides) == 1:                           # (1, S|T, D)
-                x = x[:, : cut[sides[0]]]
-            elif name.startswith("masks."):               # (1, Tq, Tk)
-                x = x[:, : cut[sides[0]], : cut[sides[1]]]
-            else:                                         # (1, H, Tq, Tk)
-                x = x[:, :, : cut[sides[0]], : cut[sides[1]]]
-            one.tensors[name] = x.clone()
-        return one
 
     def tokens(self, side: str, index: int = 0) -> list[str]:
         """The tokens along one side ("source" or "target") of batch entry `index`."""
@@ -263,14 +238,3 @@ def _rows(t: Tensor) -> list:
         return torch.round(t, decimals=6).tolist()
     return t.tolist()
 
-
-
-def _sides(name: str) -> tuple[str, ...]:
-    """The sequence sides of a recorded tensor's axes, queries first: ("source",) for source.embedding,
-    ("target", "source") for decoder.0.cross_attn or masks.cross."""
-    stem = name.split(".")[0]
-    if stem in ("source", "target"):
-        return (stem,)
-    parts = name.split(".")
-    k = attention_kind(parts[1]) if stem == "masks" else of_module(stem, parts[2])   # {stack}.{i}.{module}[.scores]
-    return (k.query_side, k.key_side)
