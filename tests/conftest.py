@@ -37,9 +37,12 @@ def _scan_installed_components_once() -> None:
     (docs/benchmarks-history.md, session 49). What is installed does not change during a run, so each worker scans
     once. The app's own components are declared in its code (st.components.v2.component), not by a manifest; the
     app servers the tests start scan as they always do."""
-    from streamlit.components.v2 import manifest_scanner
-    scan = functools.cache(manifest_scanner.scan_component_manifests)
-    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(scan(max_workers))
+    try:
+        from streamlit.components.v2 import manifest_scanner
+        scan = functools.cache(manifest_scanner.scan_component_manifests)
+    except (ImportError, AttributeError):     # a Streamlit that scans otherwise, or not at all: nothing to spare
+        return
+    manifest_scanner.scan_component_manifests = lambda *args, **kwargs: list(scan(*args, **kwargs))
 
 
 _scan_installed_components_once()
