@@ -137,6 +137,12 @@ def _walk(page, whole: bool, ring: dict[str, bool]) -> tuple[list[dict], set[str
     return controls, {k for k in reached if k is not None}
 
 
+def _states(page) -> tuple[str | None, str | None]:
+    """The app's script state and connection state, as its root says them."""
+    app = page.locator("[data-testid='stApp']")
+    return app.get_attribute("data-test-script-state"), app.get_attribute("data-test-connection-state")
+
+
 def _steady(page, root: str) -> None:
     """Wait (up to 60 s) until the number of controls under `root` stops changing with no run going and the page
     connected (a page cut from its server shows 29 of the overview's 50, its widgets disabled); else fail saying what
@@ -145,8 +151,7 @@ def _steady(page, root: str) -> None:
     controls."""
     seen, looks = None, []
     for _ in range(200):
-        app = page.locator("[data-testid='stApp']")
-        states = (app.get_attribute("data-test-script-state"), app.get_attribute("data-test-connection-state"))
+        states = _states(page)
         # a run still drawing, or a page not connected to its server (yet, or again: its widgets disabled), or whose
         # widgets are disabled for any other reason: not steady
         now = (len(page.evaluate(CONTROLS, root)) if states == ("notRunning", "CONNECTED") and page.evaluate(ENABLED)
@@ -177,18 +182,16 @@ def test_tab_reaches_every_control_of_every_page_with_a_visible_focus_ring(shipp
         _steady(page, "body" if p is PAGES[0] else MAIN)
         no_errors(page)
         page.evaluate(TOP)
-        app = page.locator("[data-testid='stApp']")
-        before = ({"states": [app.get_attribute(a) for a in ("data-test-script-state", "data-test-connection-state")],
-                   "candidates": page.evaluate(CANDIDATES)} if p is PAGES[0] else None)   # a failure's record
+        before = ({"states": _states(page), "candidates": page.evaluate(CANDIDATES)}
+                  if p is PAGES[0] else None)   # a failure's record
         controls, reached = _walk(page, p is PAGES[0], ring)
         counts[p.slug] = len(controls)
         if p is PAGES[0] and len(controls) < 30:       # seen in full runs (sessions 47, 48: 20 of ~49): what was there
             page.screenshot(path=str(ARTIFACTS / "first-page-few-controls.png"), full_page=True)
             few = [f"{c['kind']} {c['name']!r}" for c in controls]
             (ARTIFACTS / "first-page-few-controls.json").write_text(json.dumps({
-                "url": page.url, "counted": few, "before the walk": before, "after the walk": {
-                    "states": [app.get_attribute(a) for a in ("data-test-script-state", "data-test-connection-state")],
-                    "candidates": page.evaluate(CANDIDATES)}}, indent=1))
+                "url": page.url, "counted": few, "before the walk": before,
+                "after the walk": {"states": _states(page), "candidates": page.evaluate(CANDIDATES)}}, indent=1))
         if missed := [f"{c['kind']} {c['name']!r}" for c in controls if c["kb"] not in reached]:
             unreached[p.slug] = missed
     page.close()
