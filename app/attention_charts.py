@@ -7,6 +7,13 @@ Streamlit component (components v2: JavaScript in the page, no iframe) builds bo
 shows another head at once, in the browser, and tells the server (`pick`), which makes it the chosen layer and head
 as if the pickers had changed, so the link and a following class get it.
 
+Where a browser draws the page for one student (`browser_chooses`), the layer and head pickers are the
+component's too (`pickers`): a choice is drawn at once and written into the address bar, and the server hears of
+it (`pick`) only with the student's next action elsewhere on the page, sent before that action on the same
+socket. Clicking through heads then costs the server nothing: five such changes were ~40 % of a class's
+first-page CPU (issue 53; BENCHMARKS.md, session 50). The one-head chart's sentence for screen readers and its
+CSV (from the numbers the browser holds: 16-bit, within 7.7e-6) follow the choice in the browser too.
+
 plotly.js is Streamlit's own copy: the module Streamlit loads for st.plotly_chart sets `window.Plotly`; the
 component loads that module (its file name is found here) when no chart on the page has loaded it yet.
 """
@@ -22,15 +29,17 @@ from streamlit.delta_generator import DeltaGenerator
 
 import figures
 from app import state
-from app.settings import SidebarChoices
+from app.settings import HEAD, LAYER, SidebarChoices
 from app.ui import described
 from figures import describe
 from figures.browser import attention_charts, numbers_ref
+from i18n import _
 
 SCRIPT = Path(figures.__file__).with_name("attention_charts.mjs")       # package data of figures/
 
 KEPT_ON_SERVER = 6         # names of numbers the browser holds, by this session's count: fewer than it keeps (8)
 SINGLE = "single"          # the one-head chart's key: its element, and where Streamlit keeps its `pick`
+PICKERS = "pickers"        # the browser's layer and head pickers (`pickers`): the same
 _component = st.components.v2.component("transformer_explained.attention_charts", js=SCRIPT.read_text(),
                                          isolate_styles=False)    # plotly's own styles live in the document
 
@@ -53,34 +62,73 @@ def draw(
     settings: SidebarChoices,
     highlight_row: int | None,
     on_pick: Callable[[int, int], None],
+    csv: dict | None = None,
 ) -> None:
     """The grid in where[0], the one-head chart in where[1], each with its sentence for screen readers (and its
     numbers as a table when the sidebar asks). attn (L, H, Tq, Tk); words: "title" of the grid, "row_title" and
-    "col_title" of the one-head chart. on_pick(layer, head) when the chart's menu shows another head."""
+    "col_title" of the one-head chart. on_pick(layer, head) when the chart's menu shows another head. With `csv`
+    ({"label": the button's words with {name}, "names": each head's file name, "rows", "cols": the tokens}) the
+    browser chooses (`pickers`): the chart's sentence and CSV button follow its choice there."""
     layer, head = layer_head
     data = attention_charts(attn, rows, cols, layer, head, words["title"], words["row_title"], words["col_title"],
                             settings.display, highlight_row)
-    data.update(plotly=plotly_module(), image_format=settings.image_format)
+    data.update(plotly=plotly_module(), image_format=settings.image_format, **_choosing(csv is not None))
     numbers, named = _to_send(data.pop("numbers"))
     n_heads = attn.shape[1]
-
-    def picked() -> None:
-        index = getattr(state.widget(SINGLE), "pick", None)
-        if isinstance(index, int) and 0 <= index < attn.shape[0] * n_heads:
-            on_pick(*divmod(index, n_heads))
-
+    picked = _on_pick(SINGLE, attn.shape[0], n_heads, on_pick)
     grid, single = where
     with grid:     # data in a list: Streamlit looks through a dict's values for data frames, every run
         _component(key="grid", data=[{**data, "chart": "grid", "numbers": numbers}], on_missing_change=_resend)
     _sent(named["ref"])                 # once on its way (a run stopped before it leaves them unsent)
     _described(grid, describe.heatmaps_sentence(words["title"], attn[0, 0], attn.shape[0] * n_heads),
                attn[0, 0], None, None, settings)
+    labels = (data["rows"], data["cols"])                  # as the axes write them
+    extra = {} if csv is None else {"csv": csv, "said": [
+        describe.heatmaps_sentence(name, attn[k // n_heads, k % n_heads], 1, *labels)
+        for k, name in enumerate(data["names"])]}
     with single:
-        _component(key=SINGLE, data=[{**data, "chart": SINGLE, "numbers": named}], on_pick_change=picked,
+        _component(key=SINGLE, data=[{**data, **extra, "chart": SINGLE, "numbers": named}], on_pick_change=picked,
                    on_missing_change=_resend)
-    shown, labels = data["names"][layer * n_heads + head], (data["rows"], data["cols"])   # as the axes write them
-    _described(single, describe.heatmaps_sentence(shown, attn[layer, head], 1, *labels), attn[layer, head], *labels,
-               settings)
+    if csv is None:                     # else the browser says the chosen head's sentence
+        shown = data["names"][layer * n_heads + head]
+        _described(single, describe.heatmaps_sentence(shown, attn[layer, head], 1, *labels), attn[layer, head],
+                   *labels, settings)
+
+
+def pickers(where: DeltaGenerator, layer_head: tuple[int, int], n_layers: int, n_heads: int,
+            on_pick: Callable[[int, int], None]) -> None:
+    """The layer and head pickers, drawn by the browser (where `browser_chooses`): a choice is the browser's until
+    the student's next action elsewhere on the page, which tells the server first (`pick`)."""
+    layer, head = layer_head
+    with where:
+        _component(key=PICKERS, data=[{"chart": PICKERS, "layer": layer, "head": head, "n_layers": n_layers,
+                                       "n_heads": n_heads, "labels": {"layer": _("Layer"), "head": _("Head")},
+                                       **_choosing(True)}],
+                   on_pick_change=_on_pick(PICKERS, n_layers, n_heads, on_pick))
+
+
+def browser_chooses(settings: SidebarChoices, others_follow: bool, compared: bool) -> bool:
+    """Whether the browser chooses the layer and head (`pickers`): a browser draws the page (AppTest and other
+    clients that run no script have Streamlit's pickers), no class follows or is followed (`others_follow`: the
+    class hears of every change at once), the numbers are not shown as tables (the server writes them), the
+    projector is off (its compact row keeps Streamlit's pickers) and "change a word", which compares the chosen
+    layer, is closed (`compared`)."""
+    return (st.context.url is not None and not others_follow and not compared and not settings.tables
+            and not settings.projector)
+
+
+def _choosing(local: bool) -> dict:
+    """What the browser needs to choose by itself: the link's names of layer and head and their defaults."""
+    return {"local": local, "params": {"layer": LAYER.param, "head": HEAD.param},
+            "defaults": {"layer": LAYER.default, "head": HEAD.default}}
+
+
+def _on_pick(key: str, n_layers: int, n_heads: int, on_pick: Callable[[int, int], None]) -> Callable[[], None]:
+    def picked() -> None:
+        index = getattr(state.widget(key), "pick", None)
+        if isinstance(index, int) and 0 <= index < n_layers * n_heads:
+            on_pick(*divmod(index, n_heads))
+    return picked
 
 
 def _to_send(numbers: dict) -> tuple[dict, dict]:

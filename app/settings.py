@@ -220,6 +220,17 @@ def layer_head(columns: Sequence[Any], n_layers: int, n_heads: int, layer: Setti
     return chosen_layer, selectbox(columns[1], head, _("Head"), range(n_heads))
 
 
+def layer_head_owned(n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The chosen layer and head where the browser draws the pickers (app/attention_charts.py): the owners' values,
+    within the model's layers and heads (else the first), with no widget."""
+    chosen = []
+    for s, count in ((LAYER, n_layers), (HEAD, n_heads)):
+        value = state.get(s.name, s.default)
+        chosen.append(value if isinstance(value, int) and 0 <= value < count else 0)
+        state.put(s.name, chosen[-1])
+    return chosen[0], chosen[1]
+
+
 # ---- the sidebar -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SidebarChoices:

@@ -83,12 +83,19 @@ SENTENCES = [
 async def student(s: Student, expect: str, changes: int, rng: random.Random, static: list[str],
                   shared: bool) -> None:
     """Open the page, then `changes` times, after 1-3 s of thinking: press Next (shared) or
-    change the layer or head picker (open)."""
+    change the layer or head picker (open). Where the browser draws the explorer's pickers (app/attention_charts.py:
+    a browser's session, as this client's) a change sends nothing; the student's next action elsewhere tells the
+    server the last one ("pick", a run of the head's fragment): sent once after the changes, timed as a change."""
     http_s = await s.open(static)
     first = await s.rerun("first", expect=expect)
     first.with_static = first.seconds + http_s
-    for _ in range(changes):
+    for n in range(changes):
         await asyncio.sleep(rng.uniform(1, 3))
+        if not shared and "pickers" in s.widgets:
+            if n == changes - 1:
+                state, _ = s.pick_head(rng)
+                await s.rerun("change", [state], expect=expect, fragment=s.fragments.get("pickers", ""))
+            continue
         key = "next" if shared else rng.choice(["layer", "head"])
         if key in s.widgets:
             state = s.press(key) if shared else s.choose(key, rng)

@@ -5,7 +5,9 @@
 Per build and round: a fresh server from that checkout (one app process behind HAProxy, as class_ab starts it),
 then one student at a time opens the explorer with a new sentence (benchmarks/sentences/distinct-en.txt, none
 repeated) and changes the layer or head picker --changes times, as a browser asks (the rerun of the picker's
-fragment when it is in one). Measured: the app process's CPU time (psutil) around each first page, and around
+fragment when it is in one; where the browser draws the pickers, app/attention_charts.py, a change sends nothing
+and what is timed is the "pick" the student's next action elsewhere sends, as if one followed every change).
+Measured: the app process's CPU time (psutil) around each first page, and around
 each student's whole run of changes, divided by their number: the clock ticks are 10 ms, longer than a change
 (until session 48 each change was timed alone, and their median could only read 0, 10 or 20 ms). The first pages
 here are one at a time (no batch): a class's first pages are class_ab's. Nothing else should run meanwhile.
@@ -39,8 +41,12 @@ async def one_build(url: str, sentences: list[str], changes: int, seed: int) -> 
         firsts.append(cpu_seconds(procs) - before)
         before = cpu_seconds(procs)
         for _ in range(changes):
-            key = rng.choice(["layer", "head"])
-            run = await s.rerun("change", [s.choose(key, rng)], fragment=s.fragments.get(key, ""))
+            if "pickers" in s.widgets:          # the browser chooses: what the next action elsewhere tells the server
+                state, key = s.pick_head(rng)[0], "pickers"
+            else:
+                key = rng.choice(["layer", "head"])
+                state = s.choose(key, rng)
+            run = await s.rerun("change", [state], fragment=s.fragments.get(key, ""))
             if not run.ok:
                 raise SystemExit(f"a change failed: {run.error}")
         reruns.append((cpu_seconds(procs) - before) / changes)        # this student's changes, each on average

@@ -204,12 +204,221 @@ function waitFor(get, ms) {
   });
 }
 
+// ---- the chosen head, in the browser --------------------------------------------------------------------------
+// The layer and head pickers (data.chart "pickers") and the one-head chart's menu choose a head at once, here. With
+// data.local the server hears of it only when the student does something else on the page (a press or a focus
+// outside these charts): the choice goes with that action, as the pickers' "pick", before it, on the same
+// socket; until then a change costs the server nothing (issue 53). The address bar follows each choice at once
+// (data.params: the link's names of layer and head, left out at their defaults). Without data.local (a class, the
+// numbers as tables, the projector, "change a word" open) every choice is told at once, as a widget would.
+export function choice(store = window) {
+  return (store.__attentionChoice ||= { layer: 0, head: 0, heads: 1, pending: null, tell: null, listening: false,
+                                        views: new Set() });
+}
+
+// The address bar's query with the chosen layer and head (each left out at its default, as the server's links do).
+export function linkWith(search, params, defaults, layer, head) {
+  const query = new URLSearchParams(search);
+  for (const [name, value] of [["layer", layer], ["head", head]]) {
+    if (value === defaults[name]) query.delete(params[name]); else query.set(params[name], String(value));
+  }
+  const text = query.toString();
+  return text ? `?${text}` : "";
+}
+
+function choose(layer, head, d) {
+  const c = choice();
+  if (c.layer === layer && c.head === head) return;
+  Object.assign(c, { layer, head });
+  for (const view of c.views) view.show(layer, head);
+  const index = layer * c.heads + head;
+  if (!d.local) { c.tell?.("pick", index); return; }
+  const search = linkWith(window.location.search, d.params, d.defaults, layer, head);
+  if (search !== window.location.search) {
+    window.history.replaceState(window.history.state, "", `${window.location.pathname}${search}${window.location.hash}`);
+  }
+  c.pending = index;
+  if (!c.listening) {
+    c.listening = true;
+    const elsewhere = (event) => c.pending !== null && !event.target?.closest?.(".attention-local");
+    const tell = () => {
+      const pick = c.pending;
+      c.pending = null;
+      c.tell?.("pick", pick);
+    };
+    const flush = (event) => {
+      // a link waits for its click (a press or Enter), which then waits for the pick's run: a page change sent
+      // during a fragment's run left the new page empty in Streamlit 1.67
+      if (elsewhere(event) && !event.target.closest(NAVIGATES)) tell();
+    };
+    for (const type of ["pointerdown", "focusin", "keydown"]) document.addEventListener(type, flush, true);
+    document.addEventListener("click", (event) => {
+      const link = event.target?.closest?.(NAVIGATES);
+      if (!link || !elsewhere(event) || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      afterRun(() => link.click());
+      tell();
+    }, true);
+  }
+}
+
+const NAVIGATES = "a[href]";
+
+// `then` once the app's run that starts now has ended (its root says so), or after RUN_MS at most.
+const RUN_MS = 4000;
+function afterRun(then) {
+  const app = document.querySelector("[data-testid='stApp']");
+  if (!app) { setTimeout(then, 0); return; }
+  let started = false, done = false;
+  const finish = () => { if (!done) { done = true; watch.disconnect(); then(); } };
+  const watch = new MutationObserver(() => {
+    const running = app.dataset.testScriptState === "running";
+    if (running) started = true; else if (started) finish();
+  });
+  watch.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+  setTimeout(finish, RUN_MS);
+}
+
+// The two pickers, drawn like Streamlit's selectboxes: a label above a list.
+function mountPickers(component, data) {
+  const { setTriggerValue, parentElement: host } = component;
+  const c = choice();
+  c.tell = setTriggerValue;
+  c.heads = data.n_heads;
+  if (c.pending === null) Object.assign(c, { layer: data.layer, head: data.head });
+  let view = host.__attentionPickers;
+  if (!view) {
+    if (!document.getElementById("attention-pickers-style")) {     // the focus ring of Streamlit's own lists
+      const style = document.createElement("style");
+      style.id = "attention-pickers-style";
+      style.textContent = ".attention-pickers select:focus-visible{outline:none;border-color:rgb(255,75,75)!important;" +
+                          "box-shadow:0 0 0 1px rgb(255,75,75)}";
+      document.head.appendChild(style);
+    }
+    const box = document.createElement("div");
+    box.className = "attention-pickers attention-local";
+    box.style.cssText = "display:flex;gap:1rem;width:100%";
+    host.appendChild(box);
+    view = host.__attentionPickers = { box, selects: {} };
+    for (const name of ["layer", "head"]) {
+      const label = document.createElement("label");
+      label.style.cssText = "flex:1;display:flex;flex-direction:column;gap:0.25rem;font-size:0.875rem;" +
+                            `color:rgb(49,51,63);font-family:${FONT}`;
+      const caption = document.createElement("span");
+      const select = document.createElement("select");
+      select.dataset.key = name;
+      select.style.cssText = "height:2.5rem;border-radius:0.5rem;border:1px solid rgb(240,242,246);" +
+                             "background:rgb(240,242,246);color:rgb(49,51,63);padding:0 0.75rem;font-size:1rem;" +
+                             `font-family:${FONT};cursor:pointer`;
+      select.addEventListener("change", () => {
+        const at = view.data;
+        choose(Number(view.selects.layer.value), Number(view.selects.head.value), at);
+      });
+      label.append(caption, select);
+      box.appendChild(label);
+      view.selects[name] = select;
+      view[`${name}Caption`] = caption;
+    }
+    view.show = (layer, head) => { view.selects.layer.value = String(layer); view.selects.head.value = String(head); };
+    c.views.add(view);
+  }
+  view.data = data;
+  for (const [name, count] of [["layer", data.n_layers], ["head", data.n_heads]]) {
+    view[`${name}Caption`].textContent = data.labels[name];
+    const select = view.selects[name];
+    if (select.options.length !== count) {
+      select.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i), String(i))));
+    }
+  }
+  view.show(c.layer, c.head);
+  return () => { c.views.delete(view); delete host.__attentionPickers; };
+}
+
+// With data.local, the one-head chart's own words that follow the chosen head: its sentence for screen readers
+// (data.said, one per head) and its numbers as CSV (data.csv: the button's words, the file names, the tokens).
+function followHead(view, data, Plotly) {
+  if (!data.local) return;
+  if (!view.said) {
+    view.said = document.createElement("p");
+    view.said.style.cssText = HIDDEN;
+    view.csv = document.createElement("button");
+    view.csv.type = "button";
+    view.csv.className = "attention-csv";
+    view.csv.style.cssText = "margin-top:0.5rem;padding:0.25rem 0.75rem;border-radius:0.5rem;min-height:2.5rem;" +
+                             "border:1px solid rgba(49,51,63,0.2);background:white;color:rgb(49,51,63);" +
+                             `font-family:${FONT};font-size:1rem;cursor:pointer`;
+    view.csv.addEventListener("click", () => download(view));
+    view.div.after(view.said, view.csv);
+  }
+  view.show = (layer, head) => {
+    const d = view.data;
+    const [, nH] = d.numbers.shape;
+    const k = layer * nH + head;
+    view.said.textContent = d.said[k];
+    view.csv.textContent = d.csv.label.replace("{name}", d.csv.names[k]);
+    if (view.drawn && view.shownHead !== k) {
+      view.shownHead = k;
+      Plotly.update(view.div, { visible: d.names.map((_, m) => m === k) },
+                    { "title.text": `<b>${d.names[k]}</b>`, "updatemenus[0].active": k });
+    }
+  };
+}
+
+const HIDDEN = "position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);" +
+               "white-space:nowrap;border:0";
+
+// Python's format(v, ".6g"), for weights in [0, 1].
+export function g6(v) {
+  if (v === 0) return "0";
+  const exponent = Math.floor(Math.log10(Math.abs(v)));
+  if (exponent < -4) {
+    const [mantissa, power] = v.toExponential(5).split("e");
+    const p = Number(power);
+    return `${trimmed(mantissa)}e${p < 0 ? "-" : "+"}${String(Math.abs(p)).padStart(2, "0")}`;
+  }
+  return trimmed(v.toFixed(Math.max(0, 5 - exponent)));
+}
+
+const trimmed = (text) => (text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text);
+
+// model.analysis.readings.matrix_csv: the matrix with its positions and tokens as headers (csv's quoting, \r\n).
+export function matrixCsv(values, k, tq, tk, rows, cols) {
+  const field = (text) => (/[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text);
+  const lines = [["", ...cols.map((c, j) => `${j}:${c}`)].map(field).join(",")];
+  for (let r = 0; r < tq; r++) {
+    const cells = Array.from(values.subarray((k * tq + r) * tk, (k * tq + r + 1) * tk), g6);
+    lines.push([field(`${r}:${rows[r]}`), ...cells].join(","));
+  }
+  return lines.join("\r\n") + "\r\n";
+}
+
+function download(view) {
+  const d = view.data;
+  const [, nH, tq, tk] = d.numbers.shape;
+  const c = choice();
+  const k = c.layer * nH + c.head;
+  numbersFor(d.numbers).then((values) => {
+    if (!values) return;
+    const blob = new Blob([matrixCsv(values, k, tq, tk, d.csv.rows, d.csv.cols)], { type: "text/csv" });
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = `${d.csv.names[k]}.csv`;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+  });
+}
+
 // The component: draws data.chart ("grid" or "single") into its element and redraws it when the server sends new
-// data (Plotly.react: only what changed); the one-head chart's menu tells the server which head it shows ("pick").
-// Streamlit calls this again on every run that draws the element; what is drawn lives on the element.
+// data (Plotly.react: only what changed); the one-head chart's menu chooses a head (`choose`). "pickers" draws the
+// layer and head pickers. Streamlit calls this again on every run that draws the element; what is drawn lives on
+// the element.
 export default function (component) {
   const { setTriggerValue, parentElement: host } = component;
   const [data] = component.data;                          // one item: app/attention_charts.py sends a list
+  if (data.chart === "pickers") return mountPickers(component, data);
   let view = host.__attention;
   if (!view) {
     const div = document.createElement("div");
@@ -226,7 +435,14 @@ export default function (component) {
   }
   view.tell = setTriggerValue;
   view.data = data;
+  if (data.local) host.classList.add("attention-local");
   view.div.dataset.state = "drawing";                      // "drawn" once this data is on the screen (tests wait on it)
+  const c = choice();
+  if (data.chart === "single") {
+    if (!data.local || c.pending === null) Object.assign(c, { layer: data.layer, head: data.head });
+    c.heads = data.numbers.shape[1];
+    if (!c.tell || !data.local) c.tell = setTriggerValue;
+  }
   Promise.all([plotly(data.plotly), numbersFor(data.numbers)]).then(([Plotly, values]) => {
     if (view.data !== data || values !== null) return [Plotly, values];
     // sent by name, not held here: ask the server, whose next run sends them (with the grid: this chart's data
@@ -237,16 +453,27 @@ export default function (component) {
   }).then(([Plotly, values]) => {
     if (view.data !== data) return;                        // a newer run's data came meanwhile: it draws
     if (values === null) throw new Error("its numbers did not come");
-    const fig = data.chart === "grid" ? gridFigure(data, values) : headsFigure(data, values);
+    const shownData = data.chart === "single" ? { ...data, layer: c.layer, head: c.head } : data;
+    const fig = data.chart === "grid" ? gridFigure(shownData, values) : headsFigure(shownData, values);
     view.width = view.div.clientWidth || undefined;
     const config = { displaylogo: false, displayModeBar: "hover", responsive: false,
                      toImageButtonOptions: { format: data.image_format, filename: data.chart, scale: 2 } };
     const shown = themed(fig, view.width);
     return Plotly.react(view.div, shown.data, shown.layout, config).then(() => {
       if (!view.drawn && data.chart === "single") {
-        view.div.on("plotly_buttonclicked", (event) => view.tell("pick", event.active));
+        view.div.on("plotly_buttonclicked", (event) => {
+          const at = view.data;
+          const nH = at.numbers.shape[1];
+          view.shownHead = event.active;
+          choose(Math.floor(event.active / nH), event.active % nH, at);
+        });
       }
       view.drawn = data;
+      if (data.chart === "single") {
+        view.shownHead = c.layer * data.numbers.shape[1] + c.head;
+        followHead(view, data, Plotly);
+        if (view.show) { c.views.add(view); view.show(c.layer, c.head); }
+      }
       if (view.data === data) view.div.dataset.state = "drawn";
     });
   }).catch((error) => {
@@ -255,6 +482,7 @@ export default function (component) {
   });
   return () => {
     view.resize.disconnect();
+    c.views.delete(view);
     if (window.Plotly) window.Plotly.purge(view.div);
     delete host.__attention;
   };

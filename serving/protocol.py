@@ -325,8 +325,7 @@ class Student:
 
     def bell(self) -> dict | None:
         """The class bell's data on this page (app/bell.py: path, code, token, known), or None."""
-        found = self.widgets.get("class_bell")
-        return json.loads(found[1].json) if found is not None else None
+        return self.component_data("class_bell")
 
     async def bell_wait(self, known: int, timeout: float = 60.0) -> int | None:
         """What the bell's component does in a browser: wait on the bell from version `known`; the version it
@@ -343,11 +342,32 @@ class Student:
 
     def ring(self, version: int):
         """The WidgetState the bell's component sends when the class changed (its fragment then runs)."""
+        return self.trigger("class_bell", "rang", version)
+
+    def trigger(self, key: str, event: str, value):
+        """The WidgetState a component (components v2) with key `key` sends for its trigger `event`."""
         from streamlit.components.v2.bidi_component.constants import EVENT_DELIM
         from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
         WidgetState = _pb()[4]
-        trigger = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{self.widgets['class_bell'][0]}{EVENT_DELIM}events"
-        return WidgetState(id=trigger, json_trigger_value=json.dumps([{"event": "rang", "value": version}]))
+        trigger = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{self.widgets[key][0]}{EVENT_DELIM}events"
+        return WidgetState(id=trigger, json_trigger_value=json.dumps([{"event": event, "value": value}]))
+
+    def component_data(self, key: str):
+        """The data the server drew component `key` (components v2) with: app/attention_charts.py sends a list
+        of one item (that item), the bell a dict. None: no such component on the page."""
+        found = self.widgets.get(key)
+        data = json.loads(found[1].json) if found is not None and found[1].json else None
+        return data[0] if isinstance(data, list) else data
+
+    def pick_head(self, rng: random.Random):
+        """What a browser tells the server after a student chose another layer and head in the explorer's own
+        pickers (app/attention_charts.py: sent with the student's next action elsewhere): the pickers' "pick" of
+        a head other than the one drawn, and that head's (layer, head)."""
+        data = self.component_data("pickers")
+        heads = [(i, h) for i in range(data["n_layers"]) for h in range(data["n_heads"])
+                 if (i, h) != (data["layer"], data["head"])]
+        layer, head = rng.choice(heads)
+        return self.trigger("pickers", "pick", layer * data["n_heads"] + head), (layer, head)
 
     def translation(self) -> str | None:
         for path, block in self.blocks.items():

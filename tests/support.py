@@ -418,7 +418,13 @@ def wait_drawn(page, selector: str, timeout: float = 90_000) -> None:
 
 
 def choose(page, key: str, option: str) -> None:
-    """Pick an option of the selectbox whose widget key is `key`."""
+    """Pick an option of the selectbox whose widget key is `key`, or of the browser's own picker of that name (the
+    explorer's layer and head: app/attention_charts.py)."""
+    page.locator(f"select[data-key='{key}'], .st-key-{key}").first.wait_for(timeout=30_000)
+    own = page.locator(f"select[data-key='{key}']")
+    if own.count():
+        own.first.select_option(option)
+        return
     opener = page.locator(f".st-key-{key} button[aria-label='Open']").first      # the whole list, unfiltered
     wanted = page.get_by_role("option", name=option, exact=True).first
     for _ in range(6):          # a click while charts are still laying the page out, or a run redrawing it, can miss
@@ -434,8 +440,8 @@ def choose(page, key: str, option: str) -> None:
 
 
 def shown_value(page, key: str) -> str:
-    """The value a selectbox shows (its text without the label)."""
-    return page.locator(f".st-key-{key} [role='combobox']").first.input_value().strip()
+    """The value a selectbox shows (its text without the label), or the browser's own picker of that name."""
+    return page.locator(f"select[data-key='{key}'], .st-key-{key} [role='combobox']").first.input_value().strip()
 
 
 def click_block(page, block: str) -> None:

@@ -185,3 +185,40 @@ def test_the_numbers_name_follows_their_content_and_shape():
     assert numbers_ref(packed(a)) == numbers_ref(packed(a.copy()))
     assert numbers_ref(packed(a)) != numbers_ref(packed(attention((1, 2, 3, 4), seed=5)))
     assert numbers_ref(packed(a)) != numbers_ref(packed(a.reshape(1, 2, 4, 3)))
+
+
+CSV = """
+import { readFileSync } from "node:fs";
+import { matrixCsv, unpack, g6, linkWith } from "%s";
+const d = JSON.parse(readFileSync(0, "utf8"));
+const values = unpack(d.numbers);
+const [, nH, tq, tk] = d.numbers.shape;
+process.stdout.write(JSON.stringify({
+  csv: matrixCsv(values, d.k, tq, tk, d.rows, d.cols),
+  g6: d.plain.map(g6),
+  links: d.links.map(([search, layer, head]) => linkWith(search, { layer: "layer", head: "head" },
+                                                          { layer: 0, head: 0 }, layer, head)),
+}));
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed (the Makefile's axe-core needs it too)")
+def test_the_browsers_csv_and_link_are_the_servers():
+    """Where the browser chooses the head (app/attention_charts.py): its CSV of the chosen head is the server's
+    (model.analysis.readings.matrix_csv, tokens quoted as csv does) of the numbers it holds, and the address bar
+    it writes names layer and head as the server's links do (left out at their defaults)."""
+    from model.analysis.readings import matrix_csv
+    attn = attention((2, 3, 4, 5), seed=3)
+    rows, cols = ["<s>", "▁a,b", 'say "hi"', "."], ["▁x", "y", "▁z", ",", "</s>"]
+    numbers = packed(attn)
+    plain = [0.0, 1.0, 0.5, 1 / STEPS, 0.123456789, 3e-5, 0.000123456, 0.999999, 1e-4]
+    links = [("?text=a+b", 1, 2), ("?text=a&layer=1&head=2", 0, 0), ("", 0, 3), ("?head=4&x=1", 1, 0)]
+    done = subprocess.run([NODE, "--input-type=module", "-e", CSV % SCRIPT.as_uri()],
+                          input=json.dumps({"numbers": numbers, "k": 4, "rows": rows, "cols": cols, "plain": plain,
+                                            "links": links}),
+                          capture_output=True, text=True, timeout=60, check=True)
+    out = json.loads(done.stdout)
+    held = unpacked(numbers)                                              # what the browser holds: 16-bit
+    assert out["csv"] == matrix_csv(held.reshape(6, 4, 5)[4].astype(np.float64), rows, cols)
+    assert out["g6"] == [format(v, ".6g") for v in plain]
+    assert out["links"] == ["?text=a+b&layer=1&head=2", "?text=a", "?head=3", "?x=1&layer=1"]

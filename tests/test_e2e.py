@@ -8,6 +8,7 @@ import io
 import re
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -70,11 +71,16 @@ def test_translate_explore_and_step_through_beam(server, browser, tmp_path):
     rows = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
     assert download.value.suggested_filename == "cross-layer0-head0.csv" and len(rows) > 2
     assert all(abs(sum(float(v) for v in row[1:]) - 1) < 1e-3 for row in rows[1:])     # each query's row sums to 1
-    # a head change sends the numbers by name only; a browser that lost them asks for them and gets them again
+    choose(page, "head", "1")                  # the browser's own choice, drawn at once
+    assert "layer 0, head 1" in page.locator(".attention-chart .gtitle").last.text_content()
+    # a run of the head's fragment (a highlighted row) sends the numbers by name only; a browser that lost them
+    # asks for them and gets them again; the run knows head 1 (told before the row's change)
     page.evaluate("() => window.__attentionNumbers.clear()")
-    choose(page, "head", "1")
+    choose(page, "query", "0: <s>")
+    settle(page)
     wait_in_page(page, ALL_DRAWN, timeout=30_000)
     assert "layer 0, head 1" in page.locator(".attention-chart .gtitle").last.text_content()
+    assert "head=1" in page.url and "query=0" in page.url, page.url
 
     page.get_by_text("Step through decoding").click()
     settle(page)
@@ -402,8 +408,9 @@ SHOWN_HEAD = """([chart, k]) => {
 
 def test_the_heads_chart_switches_heads_in_the_browser_and_the_server_follows(server, browser):
     """Issue 43, item 4: the one-head chart holds every head; its menu shows another at once (no round trip),
-    and the server learns it: the pickers and the link follow. The time from the click to the new chart is
-    measured in the page (performance.now at the click, at plotly's redraw)."""
+    and the pickers and the link follow (the server learns it with the student's next action elsewhere: the next
+    test). The time from the click to the new chart is measured in the page (performance.now at the click, at
+    plotly's redraw)."""
     import statistics
     page = open_app(browser, server[0])
     chart = ".st-key-single .js-plotly-plot"
@@ -527,3 +534,41 @@ def test_settle_waits_for_the_run_a_click_began_and_no_longer_than_needed(browse
     page.click("#cut")
     with pytest.raises(PlaywrightTimeout):
         settle(page, timeout=1_000)
+
+
+def test_a_layer_or_head_change_costs_the_server_nothing_and_the_next_action_tells_it(server, browser):
+    """Issue 53: the explorer's layer and head pickers are the browser's. Changes send the server nothing (no
+    websocket frame), the charts, the screen reader's sentence, the CSV button and the link follow at once; the
+    student's next action elsewhere (a page in the menu) tells the server first, so the next page has the head."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: frames.append("sent")))
+    page.goto(f"{server[0]}/explore?text=A+dog+runs+on+the+beach.")
+    wait_drawn(page, EXPLORE_DRAWN)
+    settle(page)
+    wait_in_page(page, ALL_DRAWN)
+    assert page.locator(".st-key-layer, .st-key-head").count() == 0        # no server pickers: the browser's
+    before = len(frames)
+    for layer, head in ((1, 0), (1, 2), (0, 3), (2, 5)):
+        choose(page, "layer", str(layer))
+        choose(page, "head", str(head))
+        name = f"layer {layer}, head {head}"
+        assert name in page.locator(".attention-chart .gtitle").last.text_content()
+        assert page.locator(".st-key-single p").last.text_content().startswith(f"Chart “{name}”")
+        assert page.get_by_role("button", name=f"Download cross-layer{layer}-head{head}.csv").count() == 1
+        linked = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query))   # 0: the default, left out
+        assert (linked.get("layer", "0"), linked.get("head", "0")) == (str(layer), str(head)), page.url
+    page.wait_for_timeout(500)
+    assert len(frames) == before, "a layer or head change sent the server something"
+    assert page.get_by_role("button", name="Download cross-layer2-head5.csv").count() == 1
+    with page.expect_download(timeout=30_000) as download:          # the browser's CSV: the chosen head's numbers
+        page.get_by_role("button", name="Download cross-layer2-head5.csv").click()
+    rows = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
+    assert download.value.suggested_filename == "cross-layer2-head5.csv" and rows[0][1].startswith("0:")
+    assert all(abs(sum(float(v) for v in row[1:]) - 1) < 1e-3 for row in rows[1:])
+    go_to(page, "Inside one head", "head")                            # the next action: told first
+    assert len(frames) > before
+    assert (shown_value(page, "layer"), shown_value(page, "head")) == ("2", "5")
+    assert "layer=2" in page.url and "head=5" in page.url, page.url
+    no_errors(page)
+

@@ -231,13 +231,19 @@ def test_each_kind_of_control_works_from_the_keyboard(shipped_server, browser):
     page.keyboard.press("Enter")
     settle(page)
     wait_in_page(page, "() => document.body.innerText.includes('Step 1 of')")
-    _open(page, f"{shipped_server}/explore", ".st-key-layer [role='combobox']")
-    page.locator(".st-key-layer [role='combobox']").first.focus()
-    page.keyboard.press("ArrowDown")                 # opens the list, on the option after layer 0
+    _open(page, f"{shipped_server}/explore", ".st-key-query [role='combobox']")
+    page.wait_for_selector("select[data-key='layer']", timeout=30_000)
+    page.locator("select[data-key='layer']").first.focus()     # the browser's own layer picker (issue 53)
+    page.keyboard.press("ArrowDown")                 # the next layer, at once
+    wait_in_page(page, "() => location.search.includes('layer=1')")
+    page.locator(".st-key-query [role='combobox']").first.focus()     # the focus elsewhere tells the server: a run
+    settle(page)
+    page.keyboard.press("ArrowDown")                 # opens the list, on "(none)"
     page.wait_for_selector("[role='option']", timeout=5_000)
+    page.keyboard.press("ArrowDown")                 # the first row
     page.keyboard.press("Enter")
     settle(page)
-    assert "layer=1" in page.url
+    assert "query=0" in page.url and "layer=1" in page.url
     summary = page.locator("[data-testid='stMain'] summary").first
     summary.focus()
     page.keyboard.press("Enter")

@@ -200,15 +200,16 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
         s = Student(url, {"text": text})
         await s.open()
         await s.rerun("first", expect=want)
-        for key in ("layer", "head", "layer"):
-            await s.rerun("change", [s.choose(key, random.Random(text))], expect=want)
-        # as a browser asks: a layer or head change reruns the chosen head's own fragment (issue 53), which
-        # writes the link itself
-        assert s.fragments["layer"] == s.fragments["head"] not in ("", s.fragments["kind"]), s.fragments
-        for key in ("head", "layer"):
-            chosen = s.choose(key, random.Random(text + key))
-            await s.rerun("change", [chosen], expect=want, fragment=s.fragments[key])
-            assert dict(urllib.parse.parse_qsl(s.link)).get(key, "0") == chosen.string_value, (key, s.link)
+        # a browser's session: its own layer and head pickers (issue 53), whose choice the student's next action
+        # tells the server ("pick"): a run of the chosen head's own fragment, which writes the link itself
+        assert "layer" not in s.widgets and s.fragments["pickers"] not in ("", s.fragments["kind"]), s.fragments
+        rng = random.Random(text)
+        for _ in range(5):
+            pick, (layer, head) = s.pick_head(rng)
+            await s.rerun("change", [pick], expect=want, fragment=s.fragments["pickers"])
+            link = dict(urllib.parse.parse_qsl(s.link))
+            assert (link.get("layer", "0"), link.get("head", "0")) == (str(layer), str(head)), s.link
+            assert (s.component_data("single")["layer"], s.component_data("single")["head"]) == (layer, head)
         await s.close()
         return s
 

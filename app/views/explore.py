@@ -9,7 +9,19 @@ from streamlit.delta_generator import DeltaGenerator
 import figures
 from app import attention_charts, classroom, polls, state, what_if
 from app.context import Context
-from app.settings import HEAD, LAYER, declare, flag, index, layer_head, multiselect, radio, selectbox, toggle
+from app.settings import (
+    HEAD,
+    LAYER,
+    declare,
+    flag,
+    index,
+    layer_head,
+    layer_head_owned,
+    multiselect,
+    radio,
+    selectbox,
+    toggle,
+)
 from app.ui import chart, csv_button, fragment, lazy_expander, tokens_for, why
 from i18n import N_, _
 from model.analysis.readings import rollout as attention_rollout
@@ -52,8 +64,11 @@ def _explore(ctx: Context) -> None:
     attn = ex.trace.attention(name)[:, 0].numpy()  # (L, H, Tq, Tk)
     why(row[4] if compact else st, _(kind.caption), compact, "explore")
     state.hold(state.HEAD_INLINE, True)    # the head's fragment runs inside this run, which ends it (end_of_run)
+    local = attention_charts.browser_chooses(settings, classroom.membership() is not None,
+                                             bool(state.widget(what_if.COMPARE_BOX)))
     try:
-        _head(ctx, row[1:4] if compact else st.columns(3), attn, rows, cols, kind)
+        _head(ctx, row[1:4] if compact else st.columns([2, 1]) if local else st.columns(3), attn, rows, cols, kind,
+              local)
     finally:
         state.hold(state.HEAD_INLINE, False)
     layer = state.widget(LAYER.name, 0)
@@ -66,14 +81,21 @@ def _explore(ctx: Context) -> None:
 
 @fragment
 def _head(ctx: Context, pickers: list[DeltaGenerator], attn: np.ndarray, rows: list[str], cols: list[str],
-          kind: AttentionKind) -> None:
+          kind: AttentionKind, local: bool = False) -> None:
     """The chosen head: the layer, head and row pickers (in `pickers`, the explorer's columns), both charts and the
     head's tools. A fragment inside the explorer's: a layer, head or row change reruns only this, 8-19 % cheaper
-    alone than the explorer's run and 21 messages instead of 27 (issue 53; BENCHMARKS.md, session 48)."""
+    alone than the explorer's run and 21 messages instead of 27 (issue 53; BENCHMARKS.md, session 48). `local`:
+    the browser draws the layer and head pickers, in the first of two columns, and chooses by itself
+    (app/attention_charts.py)."""
     ex, settings = ctx.explanation, ctx.settings
-    c1, c2, c3 = pickers
     alone = not state.held(state.HEAD_INLINE)
-    layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
+    if local:
+        (both, c3), n_layers, n_heads = pickers, attn.shape[0], attn.shape[1]
+        layer, head = layer_head_owned(n_layers, n_heads)
+        attention_charts.pickers(both, (layer, head), n_layers, n_heads, _pick)
+    else:
+        c1, c2, c3 = pickers
+        layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
     if alone and layer != state.held(state.BLOCKS_LAYER) and state.widget(what_if.COMPARE_BOX):
         st.rerun(scope="app")           # "change a word", open below, compares the chosen layer: draw it again
     picked = selectbox(c3, QUERY, _("Highlight the row of token"), [None, *range(len(rows))],
@@ -89,8 +111,9 @@ def _head(ctx: Context, pickers: list[DeltaGenerator], attn: np.ndarray, rows: l
         attention_charts.draw((left, right), attn, rows, cols, (layer, head), {
             "title": _("{kind}: every layer × head").format(kind=_(kind.label)),
             "row_title": _("{side} (query)").format(side=_(kind.query_side)),
-            "col_title": _("{side} (key)").format(side=_(kind.key_side))}, settings, picked, _pick)
-        _head_tools(ctx, right, attn, rows, cols, kind, (layer, head))
+            "col_title": _("{side} (key)").format(side=_(kind.key_side))}, settings, picked, _pick,
+            _csv(rows, cols, kind, attn.shape[:2]) if local else None)
+        _head_tools(ctx, right, attn, rows, cols, kind, (layer, head), csv=not local)
         if picked is not None:
             chart(st, ctx.figure("row", (kind.name, picked),
                                  lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
@@ -108,13 +131,26 @@ def kind_picker(where: DeltaGenerator, compact: bool) -> str:
 
 
 def _head_tools(ctx: Context, where: DeltaGenerator, attn: np.ndarray, rows: list[str], cols: list[str],
-                kind: AttentionKind, layer_head: tuple[int, int]) -> None:
-    """Under the chosen head's chart: its numbers as CSV, and the way to what it does over a whole test set."""
+                kind: AttentionKind, layer_head: tuple[int, int], csv: bool = True) -> None:
+    """Under the chosen head's chart: its numbers as CSV (else the browser's chart offers them), and the way to
+    what it does over a whole test set."""
     layer, head = layer_head
-    csv_button(where, attn[layer, head], rows, cols, f"{kind.name}-layer{layer}-head{head}")
+    if csv:
+        csv_button(where, attn[layer, head], rows, cols, _csv_name(kind, layer, head))
     if where.button(_("This head across the corpus"), key="explore_corpus", icon=":material/view_module:",
                     help=_("what this head does over a whole test set: its role, profile and knockout cost")):
         ctx.open("heads")
+
+
+def _csv_name(kind: AttentionKind, layer: int, head: int) -> str:
+    return f"{kind.name}-layer{layer}-head{head}"
+
+
+def _csv(rows: list[str], cols: list[str], kind: AttentionKind, shape: tuple[int, int]) -> dict:
+    """What the browser's CSV button of the chosen head needs (app/attention_charts.py): its words, every head's
+    file name, the tokens."""
+    return {"label": _("Download {name}.csv"), "rows": rows, "cols": cols,
+            "names": [_csv_name(kind, k // shape[1], k % shape[1]) for k in range(shape[0] * shape[1])]}
 
 
 def _pick(layer: int, head: int) -> None:
