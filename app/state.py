@@ -25,7 +25,8 @@ has one owner here, in the session's `st.session_state`:
                   explorer's charts send a name instead of numbers the browser holds (app/attention_charts.py);
     "explore_head_inline" True while the explorer's run draws its chosen head's fragment, which then leaves
                   the run's end (classroom.end_of_run) to the explorer (app/views/explore.py); "explore_blocks_layer"
-                  the layer the explorer's blocks below the head (change a word) were drawn for
+                  the layer the explorer's blocks below the head (change a word) were drawn for;
+                  "explore_pickers_inline" the same for the browser's layer and head pickers inside the head's
     "class"       the class this session leads or follows, a Membership (app/classroom.py), or None;
                   "class_link_read" True once the link's `class` parameter was read
 
@@ -47,9 +48,10 @@ MODEL_ALPHA, OV_CLICKED = "model_alpha", "ov_clicked"
 LAB_JOB, LAB_PHASE, LAB_MODEL, LAB_OWNER = "lab_job", "lab_phase", "lab_model", "lab_owner"
 CLASS, CLASS_LINK_READ, SENTENCE_TIMES = "class", "class_link_read", "page_rate"
 CHARTS_SENT, HEAD_INLINE, BLOCKS_LAYER = "charts_sent", "explore_head_inline", "explore_blocks_layer"
+PICKERS_INLINE = "explore_pickers_inline"
 OWNED = frozenset({VALUES, CURSOR, LINK_READ, LINK_PROBLEMS, PAGE, ADMITTED, MODEL_ALPHA, OV_CLICKED, LAB_JOB,
                    LAB_PHASE, LAB_MODEL, LAB_OWNER, CLASS, CLASS_LINK_READ,
-                   SENTENCE_TIMES, CHARTS_SENT, HEAD_INLINE, BLOCKS_LAYER})
+                   SENTENCE_TIMES, CHARTS_SENT, HEAD_INLINE, BLOCKS_LAYER, PICKERS_INLINE})
 
 
 # ---- settings: one owner, widgets mirror it ---------------------------------------------------------

@@ -404,7 +404,7 @@ function download(view) {
     const link = document.createElement("a");
     link.href = URL.createObjectURL(blob);
     link.download = `${d.csv.names[k]}.csv`;
-    document.body.appendChild(link);
+    view.csv.after(link);                       // inside the chart's element: not a link elsewhere (`choose`)
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(link.href), 10_000);

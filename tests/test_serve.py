@@ -201,15 +201,17 @@ def test_students_never_see_each_others_sentences(proxy, app_checkpoints):
         await s.open()
         await s.rerun("first", expect=want)
         # a browser's session: its own layer and head pickers (issue 53), whose choice the student's next action
-        # tells the server ("pick"): a run of the chosen head's own fragment, which writes the link itself
-        assert "layer" not in s.widgets and s.fragments["pickers"] not in ("", s.fragments["kind"]), s.fragments
+        # tells the server ("pick"): a run of the pickers' own fragment (not the charts': the browser drew the
+        # choice already), which writes the link itself
+        assert "layer" not in s.widgets and s.fragments["pickers"] not in ("", s.fragments["kind"],
+                                                                           s.fragments["single"]), s.fragments
         rng = random.Random(text)
         for _ in range(5):
             pick, (layer, head) = s.pick_head(rng)
             await s.rerun("change", [pick], expect=want, fragment=s.fragments["pickers"])
             link = dict(urllib.parse.parse_qsl(s.link))
             assert (link.get("layer", "0"), link.get("head", "0")) == (str(layer), str(head)), s.link
-            assert (s.component_data("single")["layer"], s.component_data("single")["head"]) == (layer, head)
+            assert (s.component_data("pickers")["layer"], s.component_data("pickers")["head"]) == (layer, head)
         await s.close()
         return s
 

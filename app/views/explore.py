@@ -91,8 +91,12 @@ def _head(ctx: Context, pickers: list[DeltaGenerator], attn: np.ndarray, rows: l
     alone = not state.held(state.HEAD_INLINE)
     if local:
         (both, c3), n_layers, n_heads = pickers, attn.shape[0], attn.shape[1]
+        state.hold(state.PICKERS_INLINE, True)
+        try:
+            _pickers(ctx, both, n_layers, n_heads)
+        finally:
+            state.hold(state.PICKERS_INLINE, False)
         layer, head = layer_head_owned(n_layers, n_heads)
-        attention_charts.pickers(both, (layer, head), n_layers, n_heads, _pick)
     else:
         c1, c2, c3 = pickers
         layer, head = layer_head((c1, c2), attn.shape[0], attn.shape[1])
@@ -119,6 +123,16 @@ def _head(ctx: Context, pickers: list[DeltaGenerator], attn: np.ndarray, rows: l
                                  lambda: figures.row_across_heads(attn, picked, cols, rows[picked])),
                   key="row", settings=settings)
     if alone:                           # this fragment's own run: nothing around it ends it
+        classroom.end_of_run(ctx.site)
+
+
+@fragment
+def _pickers(ctx: Context, where: DeltaGenerator, n_layers: int, n_heads: int) -> None:
+    """The browser's layer and head pickers (app/attention_charts.py). A fragment of its own: what the browser tells
+    of its choice (a pick) reruns only this, which writes the link; the charts, which drew the choice already,
+    and whatever else needs the head take it from its owner when they run next."""
+    attention_charts.pickers(where, layer_head_owned(n_layers, n_heads), n_layers, n_heads, _pick)
+    if not state.held(state.PICKERS_INLINE):
         classroom.end_of_run(ctx.site)
 
 
