@@ -109,10 +109,11 @@ def pickers(where: DeltaGenerator, layer_head: tuple[int, int], n_layers: int, n
 
 def browser_chooses(settings: SidebarChoices, others_follow: bool, compared: bool) -> bool:
     """Whether the browser chooses the layer and head (`pickers`): a browser draws the page (AppTest and other
-    clients that run no script have Streamlit's pickers), no class follows or is followed (`others_follow`: the
-    class hears of every change at once), the numbers are not shown as tables (the server writes them), the
-    projector is off (its compact row keeps Streamlit's pickers) and "change a word", which compares the chosen
-    layer, is closed (`compared`)."""
+    clients that run no script have Streamlit's pickers), no class follows this student and this student follows
+    no teacher (`others_follow`: a teacher's class, and a follower's own change, which makes them leave the
+    teacher's view, are told at once; a student of a class exploring on their own chooses in the browser), the
+    numbers are not shown as tables (the server writes them), the projector is off (its compact row keeps
+    Streamlit's pickers) and "change a word", which compares the chosen layer, is closed (`compared`)."""
     return (st.context.url is not None and not others_follow and not compared and not settings.tables
             and not settings.projector)
 

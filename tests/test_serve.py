@@ -399,6 +399,33 @@ def test_on_the_step_page_a_teachers_next_reruns_only_the_step_through_of_each_s
 
 
 @needs_haproxy
+def test_in_a_class_the_pickers_are_the_servers_until_a_student_explores_on_their_own(proxy):
+    """Issue 53: a teacher's and a following student's layer or head change reach the server at once (the class
+    follows the teacher; a follower's own change makes them leave the teacher's view), so their explorer draws
+    Streamlit's pickers; a student of the class who explores on their own chooses in the browser (the pickers'
+    component), as a student with no class does. Over Streamlit's protocol."""
+    from serving.class_client import end_class, open_class, wait_for
+
+    async def lesson() -> tuple[set, set, set]:
+        teacher, followers, tasks = await open_class(proxy[0], 1, "A dog runs in the park.")
+        follower = followers[0]
+        try:
+            teacher.s.goto("explore")
+            await teacher.run("to the explorer")
+            assert await wait_for(lambda: "kind" in follower.s.widgets, 30), follower.s.widgets.keys()
+            following = set(follower.s.widgets)
+            await follower.run("explore on my own", [follower.s.press("class-leave")])
+            assert await wait_for(lambda: "pickers" in follower.s.widgets, 30), follower.s.widgets.keys()
+            return set(teacher.s.widgets), following, set(follower.s.widgets)
+        finally:
+            await end_class(teacher, followers, tasks)
+    teacher, following, on_their_own = run_apart(lesson())
+    assert {"layer", "head"} <= teacher and "pickers" not in teacher, teacher
+    assert {"layer", "head"} <= following and "pickers" not in following, following
+    assert "pickers" in on_their_own and not {"layer", "head"} & on_their_own, on_their_own
+
+
+@needs_haproxy
 @pytest.mark.e2e
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed")
 def test_a_killed_process_s_students_get_their_page_back(proxy, browser):

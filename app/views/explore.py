@@ -64,7 +64,8 @@ def _explore(ctx: Context) -> None:
     attn = ex.trace.attention(name)[:, 0].numpy()  # (L, H, Tq, Tk)
     why(row[4] if compact else st, _(kind.caption), compact, "explore")
     state.hold(state.HEAD_INLINE, True)    # the head's fragment runs inside this run, which ends it (end_of_run)
-    local = attention_charts.browser_chooses(settings, classroom.membership() is not None,
+    m = classroom.membership()
+    local = attention_charts.browser_chooses(settings, m is not None and (m.teacher or m.following),
                                              bool(state.widget(what_if.COMPARE_BOX)))
     try:
         _head(ctx, row[1:4] if compact else st.columns([2, 1]) if local else st.columns(3), attn, rows, cols, kind,
