@@ -212,8 +212,8 @@ function waitFor(get, ms) {
 // (data.params: the link's names of layer and head, left out at their defaults). Without data.local (a class, the
 // numbers as tables, the projector, "change a word" open) every choice is told at once, as a widget would.
 export function choice(store = window) {
-  return (store.__attentionChoice ||= { layer: 0, head: 0, heads: 1, pending: null, tell: null, listening: false,
-                                        views: new Set() });
+  return (store.__attentionChoice ||= { layer: 0, head: 0, heads: 1, pending: null, toldAt: null, tell: null,
+                                        listening: false, views: new Set() });
 }
 
 // The address bar's query with the chosen layer and head (each left out at its default, as the server's links do).
@@ -230,7 +230,7 @@ function choose(layer, head, d) {
   const c = choice();
   if (c.layer === layer && c.head === head) return;
   Object.assign(c, { layer, head });
-  for (const view of c.views) view.show(layer, head);
+  for (const view of c.views) view.show?.(layer, head);
   const index = layer * c.heads + head;
   if (!d.local) { c.tell?.("pick", index); return; }
   const search = linkWith(window.location.search, d.params, d.defaults, layer, head);
@@ -240,44 +240,57 @@ function choose(layer, head, d) {
   c.pending = index;
   if (!c.listening) {
     c.listening = true;
-    const elsewhere = (event) => c.pending !== null && !event.target?.closest?.(".attention-local");
-    const tell = () => {
-      const pick = c.pending;
-      c.pending = null;
-      c.tell?.("pick", pick);
-    };
-    const flush = (event) => {
-      // a link waits for its click (a press or Enter), which then waits for the pick's run: a page change sent
-      // during a fragment's run left the new page empty in Streamlit 1.67
-      if (elsewhere(event) && !event.target.closest(NAVIGATES)) tell();
-    };
-    for (const type of ["pointerdown", "focusin", "keydown"]) document.addEventListener(type, flush, true);
-    document.addEventListener("click", (event) => {
-      const link = event.target?.closest?.(NAVIGATES);
-      if (!link || !elsewhere(event) || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
-      event.preventDefault();
-      event.stopImmediatePropagation();
-      afterRun(() => link.click());
-      tell();
-    }, true);
+    listenElsewhere(c);
   }
 }
 
-const NAVIGATES = "a[href]";
+// The student's next action elsewhere on the page tells the server the choice first ("pick": a run of the pickers'
+// own fragment). A focus or a key tells it at once (a key comes a moment after its focus). A press tells it too, but
+// its click waits until the pick's run has ended and is then clicked again: Streamlit sends the widget changes of
+// one moment as one message, run as the first one's fragment, so a click sent with the pick was run as the pickers'
+// fragment only (a toggle set and the page not redrawn, a page change left empty; Streamlit 1.67).
+const RUN_MS = 4000;                    // a click waits at most this long for the pick's run
 
-// `then` once the app's run that starts now has ended (its root says so), or after RUN_MS at most.
-const RUN_MS = 4000;
-function afterRun(then) {
-  const app = document.querySelector("[data-testid='stApp']");
-  if (!app) { setTimeout(then, 0); return; }
-  let started = false, done = false;
-  const finish = () => { if (!done) { done = true; watch.disconnect(); then(); } };
-  const watch = new MutationObserver(() => {
-    const running = app.dataset.testScriptState === "running";
-    if (running) started = true; else if (started) finish();
-  });
-  watch.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
-  setTimeout(finish, RUN_MS);
+function listenElsewhere(c) {
+  const runs = { started: 0, running: false, after: [], root: null };    // the app's runs, as its root says them
+  const watch = () => {
+    const root = document.querySelector("[data-testid='stApp']");
+    if (!root || runs.root === root) return;
+    runs.root = root;
+    new MutationObserver(() => {
+      const running = root.dataset.testScriptState === "running";
+      if (running && !runs.running) runs.started += 1;
+      runs.running = running;
+      if (!running) for (const then of runs.after.splice(0)) then();
+    }).observe(root, { attributes: true, attributeFilter: ["data-test-script-state"] });
+  };
+  const elsewhere = (event) => !event.target?.closest?.(".attention-local");
+  const tell = () => {
+    watch();
+    const pick = c.pending;
+    c.pending = null;
+    c.toldAt = runs.started;                     // the pick's run is the next to start
+    c.tell?.("pick", pick);
+  };
+  const pickToCome = () => c.toldAt !== null && (runs.started === c.toldAt || runs.running);
+  for (const type of ["pointerdown", "focusin", "keydown"]) {
+    document.addEventListener(type, (event) => { if (c.pending !== null && elsewhere(event)) tell(); }, true);
+  }
+  document.addEventListener("click", (event) => {
+    if (!event.isTrusted || !elsewhere(event)) return;            // not ours again, nor the charts' own
+    if (c.pending !== null) tell();              // a click with no press before it (Enter on a link)
+    if (!pickToCome() || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) {
+      c.toldAt = null;
+      return;
+    }
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    const target = event.target;
+    let done = false;
+    const again = () => { if (!done) { done = true; c.toldAt = null; target.click(); } };
+    runs.after.push(again);
+    setTimeout(again, RUN_MS);
+  }, true);
 }
 
 // The two pickers, drawn like Streamlit's selectboxes: a label above a list.
@@ -338,7 +351,12 @@ function mountPickers(component, data) {
 // With data.local, the one-head chart's own words that follow the chosen head: its sentence for screen readers
 // (data.said, one per head) and its numbers as CSV (data.csv: the button's words, the file names, the tokens).
 function followHead(view, data, Plotly) {
-  if (!data.local) return;
+  if (!data.local) {                            // the server chooses now (a class, tables...): its words are drawn
+    view.said?.remove();
+    view.csv?.remove();
+    view.said = view.csv = view.show = null;
+    return;
+  }
   if (!view.said) {
     view.said = document.createElement("p");
     view.said.style.cssText = HIDDEN;
@@ -435,7 +453,7 @@ export default function (component) {
   }
   view.tell = setTriggerValue;
   view.data = data;
-  if (data.local) host.classList.add("attention-local");
+  host.classList.toggle("attention-local", Boolean(data.local));
   view.div.dataset.state = "drawing";                      // "drawn" once this data is on the screen (tests wait on it)
   const c = choice();
   if (data.chart === "single") {
@@ -472,7 +490,7 @@ export default function (component) {
       if (data.chart === "single") {
         view.shownHead = c.layer * data.numbers.shape[1] + c.head;
         followHead(view, data, Plotly);
-        if (view.show) { c.views.add(view); view.show(c.layer, c.head); }
+        if (view.show) { c.views.add(view); view.show(c.layer, c.head); } else c.views.delete(view);
       }
       if (view.data === data) view.div.dataset.state = "drawn";
     });
