@@ -8,7 +8,9 @@ Scenarios
   open    N students open the app at once, each with their own sentence (a link to the
           attention explorer with text=...; it was the first page when this was written),
           then each makes --changes widget changes (the layer or head picker) after 1-3 s
-          of thinking.
+          of thinking. Where the page has the browser's own pickers (app/attention_charts.py: this
+          client's sessions, as a browser's) a change sends nothing; the one "pick" the student's next
+          action sends after the last change is timed as a change.
   shared  N students open the same link to the step page at once, then press Next --changes times.
   distinct (issue 53) as open, but every student's sentence is one no one else had in this run: the next unused
           line of --sentences (benchmarks/sentences/distinct-en.txt, checked against the training sets), so no
