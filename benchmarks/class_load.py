@@ -87,7 +87,8 @@ async def student(s: Student, expect: str, changes: int, rng: random.Random, sta
     """Open the page, then `changes` times, after 1-3 s of thinking: press Next (shared) or
     change the layer or head picker (open). Where the browser draws the explorer's pickers (app/attention_charts.py:
     a browser's session, as this client's) a change sends nothing; the student's next action elsewhere tells the
-    server the last one ("pick", a run of the head's fragment): sent once after the changes, timed as a change."""
+    server the last one ("pick", a run of the pickers' own fragment): sent once after the changes, timed as a
+    change."""
     http_s = await s.open(static)
     first = await s.rerun("first", expect=expect)
     first.with_static = first.seconds + http_s

@@ -209,8 +209,9 @@ function waitFor(get, ms) {
 // data.local the server hears of it only when the student does something else on the page (a press or a focus
 // outside these charts): the choice goes with that action, as the pickers' "pick", before it, on the same
 // socket; until then a change costs the server nothing (issue 53). The address bar follows each choice at once
-// (data.params: the link's names of layer and head, left out at their defaults). Without data.local (a class, the
-// numbers as tables, the projector, "change a word" open) every choice is told at once, as a widget would.
+// (data.params: the link's names of layer and head, left out at their defaults). Without data.local (a class's
+// teacher or following student, the numbers as tables, the projector, "change a word" open) every choice is told at
+// once, as a widget would.
 export function choice(store = window) {
   return (store.__attentionChoice ||= { layer: 0, head: 0, heads: 1, pending: null, toldAt: null, tell: null,
                                         listening: false, views: new Set() });
@@ -422,7 +423,7 @@ function download(view) {
     const link = document.createElement("a");
     link.href = URL.createObjectURL(blob);
     link.download = `${d.csv.names[k]}.csv`;
-    view.csv.after(link);                       // inside the chart's element: not a link elsewhere (`choose`)
+    view.csv.after(link);                       // inside the chart's element: not a click elsewhere (`listenElsewhere`)
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
