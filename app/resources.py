@@ -29,13 +29,14 @@ from model.analysis.heads import store as heads_store
 from model.inference.decoding import DecodeResult, ForcedResult
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import (
-    SCORES,
+    WEIGHTS,
     Explanation,
     check_prefix,
     decode_many,
     encoder_trace,
     explain,
     explain_decoded,
+    explain_from_search,
     knockout_effects,
     source_ids,
     token_probabilities,
@@ -143,22 +144,20 @@ def kept_bytes() -> tuple[int, int]:
 
 
 def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | None = None,
-                    recording: Recording = SCORES, knockout: frozenset[str] = frozenset(),
+                    recording: Recording = WEIGHTS, knockout: frozenset[str] = frozenset(),
                     precision: str = FP32) -> Explanation:
     """The sentence's decoding and a trace recording what `recording` says; knockout: heads
     switched off (the knockout page); precision: the model computing it (`get_served`).
 
-    The decoding itself is done once per (model, sentence, options): the plain
-    explanation's, decoded together with other sessions' sentences of the same moment
-    (`decode_batcher`); the other variants only trace their own teacher-forced pass over it."""
+    The decoding is done once per (model, sentence, options): the plain explanation's (`WEIGHTS`), decoded with
+    other sessions' sentences of the same moment (`decode_batcher`), its trace read from that search's records
+    (model/inference/replay.py); the other variants trace their own teacher-forced pass over it."""
     key = ("explanation", path, precision, text, opts, reference, recording, knockout)
     return _kept().get(key, lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
 
 
-# A sentence's short model passes (a batch's decoding, a session's traced pass: tens of ms; a decoding with heads
-# switched off: one sentence's) take turns in a process.
-# Run at once by many sessions' script threads they cost 1.5-2x the CPU each (15 traced passes in 15 threads:
-# 24-32 ms CPU a sentence, one at a time 13-17, taking turns 19-21; BENCHMARKS.md, session 33). Long work
+# A sentence's short model passes (a batch's decoding, a traced pass, a decoding with heads off) take turns in a
+# process: at once in many sessions' threads they cost 1.5-2x the CPU each (BENCHMARKS.md, session 33). Long work
 # (attribution, knockout effects, head statistics) does not take a turn: it would hold every first page up.
 MODEL_TURN = threading.Lock()
 
@@ -169,12 +168,14 @@ def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, refe
     if knockout:                                   # heads switched off change the decoding itself
         with MODEL_TURN:
             return explain(ckpt, text, opts, reference=reference, recording=recording, knockout=knockout)
-    if reference is None and recording == SCORES:
+    if reference is None and recording == WEIGHTS:
         ids = source_ids(ckpt, text)               # raises InputError here, in its own session
         check_prefix(ckpt, ids, opts)              # a forced start (the step page's "what if") that fits
         result = decode_batcher()((path, precision, opts), ids)
-        with MODEL_TURN:
-            return explain_decoded(ckpt, text, ids, result)
+        if read := explain_from_search(ckpt, text, ids, result):   # no pass: the search's own records
+            return read
+        with MODEL_TURN:                           # a hypothesis cut at the length limit: a traced pass
+            return explain_decoded(ckpt, text, ids, result, recording=WEIGHTS)
     plain = get_explanation(path, text, opts, precision=precision)
     with MODEL_TURN:
         return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)

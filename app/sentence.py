@@ -19,7 +19,7 @@ from app.settings import MAX_TEXT_CHARS, TEXT, SidebarChoices
 from app.ui import plain
 from i18n import N_, _, language, ngettext
 from model.analysis.attribution import Cost, attribution_json
-from model.inference.pipeline import Explanation, InputError, explanation_json
+from model.inference.pipeline import SCORES, Explanation, InputError, explanation_json
 from model.storage.checkpoint import Checkpoint
 
 # Presets that show known effects (labels say which): image captions like the Multi30K training data,
@@ -172,8 +172,11 @@ def confidence_note(ckpt: Checkpoint, ex: Explanation, where: DeltaGenerator | N
 
 
 def trace_json(ckpt: Checkpoint, ex: Explanation, settings: SidebarChoices, upto: Cost = Cost.GRADIENT) -> dict:
-    """The trace format with its `attribution` part (docs/trace-format.md), every method up to `upto`."""
-    out = explanation_json(ex, ckpt, settings.opts)
+    """The trace format with its `attribution` part (docs/trace-format.md), every method up to `upto`; its
+    trace records the scores too (one teacher-forced pass, when the button is pressed)."""
+    scored = resources.get_explanation(str(settings.checkpoint), ex.text, settings.opts, recording=SCORES,
+                                       precision=settings.precision)
+    out = explanation_json(scored, ckpt, settings.opts)
     att = resources.get_attribution(ckpt, ex, (str(settings.checkpoint), ex.text, settings.opts), upto)
     return out | {"attribution": attribution_json(att)}
 

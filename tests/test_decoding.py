@@ -184,7 +184,7 @@ class ScriptedModel:
     def src_mask(self, src: Tensor) -> Tensor:
         return (src != PAD)[:, None, None, :]
 
-    def encode(self, src: Tensor, src_mask: Tensor, knockout=frozenset()) -> Tensor:
+    def encode(self, src: Tensor, src_mask: Tensor, trace=None, knockout=frozenset()) -> Tensor:
         return torch.zeros(src.size(0), src.size(1), 1)
 
     def decode(self, last: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache, trace=None,

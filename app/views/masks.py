@@ -11,7 +11,7 @@ from app.settings import declare, layer_head, radio
 from app.ui import chart, csv_button, tokens_for, why
 from figures import captions
 from i18n import _
-from model.inference.pipeline import InputError
+from model.inference.pipeline import SCORES, InputError
 from model.network.kinds import ATTENTION_KINDS, KIND_NAMES
 
 MASK_KIND = declare("mask_kind", "mask_kind", "decoder_self", choices=KIND_NAMES)
@@ -59,7 +59,7 @@ def _causal_and_cross(ctx: Context) -> None:
 
 def _before_and_after(ctx: Context) -> None:
     st.subheader(_("Before and after the softmax"))
-    trace = ctx.explanation.trace
+    trace = ctx.recorded(SCORES).trace
     name = radio(st, MASK_KIND, _("Attention"), list(ATTENTION_KINDS), horizontal=True,
                  format_func=lambda k: _(ATTENTION_KINDS[k].label))
     kind = ATTENTION_KINDS[name]

@@ -73,6 +73,9 @@ class StepRecord:
 class DecodeResult:
     hypotheses: list[Hypothesis]         # best first
     steps: list[StepRecord] = field(default_factory=list)
+    # With the steps: the encoder's part of this sentence's trace (attention weights, its mask, the source's
+    # embedding and positional encoding), padding cut off: what a teacher-forced pass would record of it
+    encoder: Trace | None = None
 
     @property
     def tokens(self) -> list[int]:
@@ -211,8 +214,8 @@ class _Sentence:
     steps: list[StepRecord] = field(default_factory=list)
     done: bool = False
 
-    def result(self) -> DecodeResult:
-        return DecodeResult(sorted(self.finished, key=lambda h: -h.score), self.steps)
+    def result(self, encoder: Trace | None = None) -> DecodeResult:
+        return DecodeResult(sorted(self.finished, key=lambda h: -h.score), self.steps, encoder)
 
 
 def _can_stop(s: _Sentence, opts: DecodeOptions) -> bool:
@@ -323,7 +326,8 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
     switched off (see Transformer.encode).
     """
     src_mask = model.src_mask(src)                                          # (B, 1, 1, S)
-    memory = model.encode(src, src_mask, knockout=knockout)                 # (B, S, D)
+    encoder = Trace() if opts.record_steps else None
+    memory = model.encode(src, src_mask, trace=encoder, knockout=knockout)  # (B, S, D)
     sentences = _start(model, src, opts)
     cache = DecoderCache.empty(model.cfg.n_decoder_layers) if opts.use_cache else None
     row_source = torch.arange(src.size(0), device=src.device)              # sentence of each row
@@ -342,7 +346,9 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
                 cache.reorder(index)
             row_source = row_source[index]
             row_memory, row_mask = memory[row_source], src_mask[row_source]
-    return [s.result() for s in sentences]
+    if encoder is None:
+        return [s.result() for s in sentences]
+    return [s.result(encoder.entry(i, s.src_len)) for i, s in enumerate(sentences)]
 
 
 def _decoder_inputs(sentences: list[_Sentence], cached: bool, device: torch.device) -> Tensor:

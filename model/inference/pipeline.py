@@ -18,6 +18,7 @@ from i18n import N_, Later
 from model.inference.confidence import Confidence, assess
 from model.inference.decoding import DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
 from model.inference.options import DecodeOptions, max_output_length
+from model.inference.replay import WEIGHTS, read_search
 from model.network.batch import Example, collate
 from model.network.kinds import kind
 from model.network.layers import RowKnockout
@@ -27,6 +28,7 @@ if TYPE_CHECKING:        # a checkpoint is handed in; storage builds it (storage
     from model.storage.checkpoint import Checkpoint
 
 SCORES = Recording(scores=True)      # what an explanation records unless told otherwise
+# WEIGHTS (replay.py): the weights only, what the explorer shows; read from a search that recorded its steps
 
 
 class InputError(ValueError):
@@ -147,8 +149,14 @@ def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeR
                     reference: str | None = None, recording: Recording = SCORES,
                     knockout: frozenset[str] = frozenset()) -> Explanation:
     """The Explanation of a decoding already done (`result`, from source ids `ids`): one
-    teacher-forced pass over its output (or the reference) with a trace."""
+    teacher-forced pass over its output (or the reference) with a trace. With nothing recorded but the
+    weights (`WEIGHTS`) of the output, the trace is read from the search's own step records instead
+    (model/inference/replay.py), where they hold it: no pass at all."""
     model, cfg = ckpt.model, ckpt.config
+    if reference is None and recording == WEIGHTS and not knockout:
+        read = explain_from_search(ckpt, text, ids, result)
+        if read is not None:
+            return read
     src = torch.tensor([ids], device=next(model.parameters()).device)                   # (1, S)
     forced_ids = result.tokens
     if reference is not None:
@@ -161,6 +169,19 @@ def explain_decoded(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeR
     own = forced if reference is None else forced_decode(model, src, result.tokens, knockout=knockout)
     return Explanation(text, ckpt.tgt_tokenizer.decode(result.tokens), ids, target_ids, result, trace,
                        forced if reference is not None else None, own.probs)
+
+
+def explain_from_search(ckpt: Checkpoint, text: str, ids: list[int], result: DecodeResult) -> Explanation | None:
+    """The Explanation recording `WEIGHTS` of a decoding that recorded its steps, read from those records
+    (model/inference/replay.py): no model pass. None where they do not hold it all."""
+    read = read_search(ckpt.model, ids, result)
+    if read is None:
+        return None
+    trace, probs = read
+    target_ids = [ckpt.config.bos_id] + result.tokens
+    trace.source_tokens = [ckpt.src_tokenizer.pieces(ids)]
+    trace.target_tokens = [ckpt.tgt_tokenizer.pieces(target_ids)]
+    return Explanation(text, ckpt.tgt_tokenizer.decode(result.tokens), ids, target_ids, result, trace, None, probs)
 
 
 def explanation_json(ex: Explanation, ckpt: Checkpoint, opts: DecodeOptions) -> dict[str, Any]:

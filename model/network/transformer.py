@@ -121,13 +121,25 @@ class Transformer(nn.Module):
         offset = cache.length if cache is not None else 0
         self_mask = self._decoder_self_mask(tgt, offset)
         if trace is not None:
-            b, t = tgt.shape
-            keys = offset + t
-            full = self_mask if self_mask is not None else torch.ones(1, 1, t, keys, dtype=torch.bool)
-            trace.record(names.mask("decoder_self"), masks.expand(full, b, t, keys))
-            trace.record(names.mask("cross"), masks.expand(src_mask, b, t, memory.size(1)))
+            self._record_decoder_masks(tgt, self_mask, src_mask, offset, trace)
         x = self._embed(self.tgt_embed, tgt, offset, trace, "target", embedded)
         return self.decoder(x, memory, self_mask, src_mask, trace, cache, knockout)
+
+    def record_decoder_inputs(self, tgt: Tensor, src_mask: Tensor, trace: Trace) -> None:
+        """Record what a teacher-forced `decode` of tgt (B, T) records before its layers (its masks, the
+        target's embedding, positional encoding and input) without running them: the rest of its trace is
+        read elsewhere (model/inference/replay.py reads it from a search's own records)."""
+        self._record_decoder_masks(tgt, self._decoder_self_mask(tgt, 0), src_mask, 0, trace)
+        self._embed(self.tgt_embed, tgt, 0, trace, "target")
+
+    @staticmethod
+    def _record_decoder_masks(tgt: Tensor, self_mask: Tensor | None, src_mask: Tensor, offset: int,
+                              trace: Trace) -> None:
+        b, t = tgt.shape
+        keys = offset + t
+        full = self_mask if self_mask is not None else torch.ones(1, 1, t, keys, dtype=torch.bool)
+        trace.record(names.mask("decoder_self"), masks.expand(full, b, t, keys))
+        trace.record(names.mask("cross"), masks.expand(src_mask, b, t, src_mask.size(-1)))
 
     def _decoder_self_mask(self, tgt: Tensor, offset: int) -> Tensor | None:
         """The causal mask (with key padding in a full pass). With cfg.causal_mask off (a

@@ -49,6 +49,7 @@ from torch import Tensor
 
 from model.network import names
 from model.network.kinds import kind as attention_kind
+from model.network.kinds import of_module
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,17 @@ class Trace:
         keeps of a large recording once it has read the rest."""
         return Trace(self.recording, {n: self.tensors[n] for n in names if n in self.tensors},
                      self.source_tokens, self.target_tokens)
+
+    def entry(self, index: int, source_length: int, target_length: int = 0) -> Trace:
+        """Batch entry `index` as a trace of its own (batch axis 1), padding cut off: what recording that
+        sentence alone gives (up to float rounding). Copies, so the batch's tensors can be let go."""
+        lengths = {"source": source_length, "target": target_length, "encoder": source_length,
+                   "decoder": target_length}
+        out = Trace(self.recording, source_tokens=_one(self.source_tokens, index),
+                    target_tokens=_one(self.target_tokens, index))
+        for name, tensor in self.tensors.items():
+            out.tensors[name] = _cut(name, tensor, index, lengths).clone()
+        return out
 
     def tokens(self, side: str, index: int = 0) -> list[str]:
         """The tokens along one side ("source" or "target") of batch entry `index`."""
@@ -221,6 +233,35 @@ class Trace:
 
 
 BERTVIZ_PARTS = ("all", "encoder", "decoder")
+
+
+def _one(tokens: list[list[str]] | None, index: int) -> list[list[str]] | None:
+    return None if tokens is None else [list(tokens[index])]
+
+
+def _cut(name: str, tensor: Tensor, index: int, lengths: dict[str, int]) -> Tensor:
+    """One batch entry of the tensor recorded under `name` (the table at the top), padding cut off."""
+    first, *rest = name.split(".")
+    if first == "masks":                                        # (B, Tq, Tk)
+        k = attention_kind(rest[0])
+        return tensor[index:index + 1, :lengths[k.query_side], :lengths[k.key_side]]
+    if first in ("source", "target"):                           # (T, D) positional, else (B, T, D)
+        n = lengths[first]
+        return tensor[:n] if rest == ["positional"] else tensor[index:index + 1, :n]
+    if first == "output":                                       # output.logits (B, T, V)
+        return tensor[index:index + 1, :lengths["decoder"]]
+    module, what = rest[1], rest[2:]
+    if module == "feed_forward" or what[:1] in (["in"], ["update"], ["sum"], ["out"], ["norm"]):
+        if what in (["norm", "gamma"], ["norm", "beta"]):      # (D,): the layer's own, no batch
+            return tensor
+        return tensor[index:index + 1, :lengths[first]]         # (B, T, ...)
+    k = of_module(first, module)
+    q, keys = lengths[k.query_side], lengths[k.key_side]
+    if what == ["q"]:
+        return tensor[index:index + 1, :, :q]                   # (B, H, Tq, d)
+    if what in (["k"], ["v"]):
+        return tensor[index:index + 1, :, :keys]                # (B, H, Tk, d)
+    return tensor[index:index + 1, :, :q, :keys]                # weights or scores (B, H, Tq, Tk)
 
 
 def _tokens(tokens: list[list[str]] | None, index: int, length: int) -> list[str]:
