@@ -293,3 +293,16 @@ def test_no_output_repeats_an_ngram_when_blocked(model, method):
             assert len(set(_ngrams(h.tokens, 2))) == len(_ngrams(h.tokens, 2)), h.tokens
     with pytest.raises(ValueError):
         DecodeOptions(no_repeat_ngram=-1)
+
+
+def test_a_cache_reorder_can_leave_the_cross_attention_as_it_is():
+    """cross=False (every row keeps its sentence, decode's re-parenting) gathers only the self-attention's K/V."""
+    cache = DecoderCache.empty(2)
+    for i, kv in enumerate(cache.self_attn + cache.cross_attn):
+        kv.k, kv.v = torch.arange(3.0)[:, None] + i, torch.arange(3.0)[:, None] - i     # (3 rows, 1)
+    cross = [(kv.k, kv.v) for kv in cache.cross_attn]
+    cache.reorder(torch.tensor([2, 2, 0]), cross=False)
+    assert all(kv.k is k and kv.v is v for kv, (k, v) in zip(cache.cross_attn, cross))
+    assert [kv.k[:, 0].tolist() for kv in cache.self_attn] == [[2.0, 2.0, 0.0], [3.0, 3.0, 1.0]]
+    cache.reorder(torch.tensor([1, 0]))
+    assert [kv.k[:, 0].tolist() for kv in cache.cross_attn] == [[3.0, 2.0], [4.0, 3.0]]

@@ -253,22 +253,29 @@ def _advance(s: _Sentence, cands: list[Candidate], opts: DecodeOptions, eos_id: 
     return [] if s.done else parents
 
 
-def _record(s: _Sentence, step: int, cands: list[Candidate], log_probs: Tensor, opts: DecodeOptions,
+def _record(s: _Sentence, step: int, cands: list[Candidate], top: tuple[list, list], opts: DecodeOptions,
             newest: tuple[Tensor, Tensor] | None, rows: slice) -> None:
-    """The step's record of sentence s: its live hypotheses (their rows of log_probs (n, V)) with their most
-    likely next tokens and, from `newest` (_newest_rows), the attention of their new position."""
-    top = log_probs.exp().topk(min(opts.record_top_k, log_probs.size(1)), dim=-1)        # (n, k) each
-    top_ids, top_probs = top.indices.tolist(), top.values.tolist()
+    """The step's record of sentence s: its live hypotheses with their most likely next tokens (`top`: the
+    step's `_top_k`) and, from `newest` (_newest_rows), the attention of their new position."""
+    top_ids, top_probs = top[0][rows], top[1][rows]
+    if newest is not None:                      # one copy of the sentence's rows; each hypothesis a view of it
+        own_self, own_cross = newest[0][:, rows].clone(), newest[1][:, rows, :, : s.src_len].clone()
     hyps = []
     for i, h in enumerate(s.live):
         self_row = cross_row = None
         if newest is not None:
-            self_row = newest[0][:, rows.start + i].clone()                                 # (L, H, t+1)
-            cross_row = newest[1][:, rows.start + i, :, : s.src_len].clone()                # (L, H, S)
+            self_row, cross_row = own_self[:, i], own_cross[:, i]                           # (L, H, t+1), (L, H, S)
         hyps.append(HypothesisRecord(i, s.parents[i], list(h.tokens), h.log_prob,
                                      opts.normalise(h.log_prob, max(len(h.tokens) - 1, 1)),
                                      list(zip(top_ids[i], top_probs[i])), self_row, cross_row))
     s.steps.append(StepRecord(step, hyps, cands))
+
+
+def _top_k(log_probs: Tensor, k: int) -> tuple[list[list[int]], list[list[float]]]:
+    """Each row's k most likely next tokens and their probabilities, for the records: (R, V) -> two (R, k)
+    lists. Chosen on the log-probabilities (the same order), so only k of them are exponentiated."""
+    top = log_probs.topk(min(k, log_probs.size(1)), dim=-1)
+    return top.indices.tolist(), top.values.exp().tolist()
 
 
 def _newest_rows(trace: Trace | None) -> tuple[Tensor, Tensor] | None:
@@ -300,18 +307,18 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
     the rows (parents) the next step continues from, in order."""
     forced = step < len(opts.prefix)
     select = _forced_select(opts.prefix[step]) if forced else SELECTORS[opts.method]
-    keep, row = [], 0
+    live = [s for s in sentences if not s.done]
+    if opts.no_repeat_ngram and not forced:
+        log_probs = block_repeats(log_probs, [h.tokens[1:] for s in live for h in s.live], opts.no_repeat_ngram)
+    top = _top_k(log_probs, opts.record_top_k) if opts.record_steps else None
     newest = _newest_rows(trace) if opts.record_steps else None
-    for s in sentences:
-        if s.done:
-            continue
+    keep, row = [], 0
+    for s in live:
         n = len(s.live)
         rows = log_probs[row:row + n]
-        if opts.no_repeat_ngram and not forced:
-            rows = block_repeats(rows, [h.tokens[1:] for h in s.live], opts.no_repeat_ngram)
         cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator)
         if opts.record_steps:
-            _record(s, step, cands, rows, opts, newest, slice(row, row + n))
+            _record(s, step, cands, top, opts, newest, slice(row, row + n))
         keep += [row + p for p in _advance(s, cands, opts, eos_id, step)]
         row += n
     return keep
@@ -342,10 +349,13 @@ def decode(model: Transformer, src: Tensor, opts: DecodeOptions = DecodeOptions(
             break
         if keep != list(range(inputs.size(0))):     # rows finished or re-parented (else: all go on as they are)
             index = torch.tensor(keep, device=src.device)
+            sources = row_source[index]
+            moved = not torch.equal(sources, row_source)   # some row now holds another sentence (else: re-parented)
             if cache is not None:
-                cache.reorder(index)
-            row_source = row_source[index]
-            row_memory, row_mask = memory[row_source], src_mask[row_source]
+                cache.reorder(index, cross=moved)
+            if moved:
+                row_source = sources
+                row_memory, row_mask = memory[row_source], src_mask[row_source]
     if encoder is None:
         return [s.result() for s in sentences]
     return [s.result(encoder.entry(i, s.src_len)) for i, s in enumerate(sentences)]

@@ -114,9 +114,11 @@ class DecoderCache:
         k = self.self_attn[0].k if self.self_attn else None
         return 0 if k is None else k.size(2)
 
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows `index` (beam search: follow each survivor's parent)."""
-        for c in self.self_attn + self.cross_attn:
+    def reorder(self, index: Tensor, cross: bool = True) -> None:
+        """Keep batch rows `index` (beam search: follow each survivor's parent). cross=False leaves the
+        cross-attention's K/V as they are: right where every row still holds the same sentence as before (its
+        hypotheses share their sentence's memory), which saves gathering them again."""
+        for c in self.self_attn + (self.cross_attn if cross else []):
             c.reorder(index)
 
 
