@@ -72,10 +72,16 @@ def _rows(path: list[HypothesisRecord]) -> tuple[Tensor, Tensor]:
     and cross (L, H, T, S)."""
     first = path[0].self_attn                                                            # (L, H, 1)
     t = len(path)
-    self_attn = first.new_zeros(*first.shape[:2], t, t)
-    for i, rec in enumerate(path):
-        self_attn[:, :, i, : i + 1] = rec.self_attn
-    return self_attn, torch.stack([rec.cross_attn for rec in path], dim=2)
+    self_attn = first.new_zeros(*first.shape[:2], t * t)
+    # the rows side by side are the lower triangle, row by row: a few operations whatever T is
+    self_attn[..., _lower_triangle(t, first.device)] = torch.cat([rec.self_attn for rec in path], dim=-1)
+    return self_attn.view(*first.shape[:2], t, t), torch.stack([rec.cross_attn for rec in path], dim=2)
+
+
+def _lower_triangle(t: int, device: torch.device) -> Tensor:
+    """The flat positions (row * t + column) of a (t, t) matrix's lower triangle, row by row."""
+    rows, cols = torch.tril_indices(t, t, device=device)
+    return rows * t + cols
 
 
 def _probs(result: DecodeResult, path: list[HypothesisRecord], eos_id: int) -> list[float]:
