@@ -5,7 +5,7 @@ A heavy run is one that may compute: a new sentence, new decoding options or ano
 share one core and all finish late, and every light run (a layer change, a Next press,
 a few tens of milliseconds of work) shares the core with them too. With it, heavy runs go
 through `capacity` at a time in arrival order, each waiting student sees their place in
-line (told again each second), light runs never wait, and the line is bounded: past `max_waiting` a student is told
+line, light runs never wait, and the line is bounded: past `max_waiting` a student is told
 that the server is full instead of joining.
 
 Pure threading; no Streamlit here (the page shows what `on_wait` is given).
@@ -29,15 +29,13 @@ class Waiting:
 
 
 class Gate:
-    def __init__(self, capacity: int, max_waiting: int, poll: float = 1.0) -> None:
-        """poll: how often a waiting student's place is told again (their note redrawn), in seconds."""
+    def __init__(self, capacity: int, max_waiting: int, poll: float = 0.25) -> None:
         if capacity < 1 or max_waiting < 0:
             raise ValueError("capacity must be >= 1 and max_waiting >= 0")
         self.capacity, self.max_waiting, self.poll = capacity, max_waiting, poll
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._running = 0
         self._line: deque[int] = deque()
-        self._turns: dict[int, threading.Event] = {}    # ticket in line -> set when its turn may have come
         self._tickets = itertools.count()
         self.mean_run = 0.3          # seconds per heavy run, a moving average of the measured ones
         self.waited = 0              # runs that had to wait (for tests and the load benchmark)
@@ -45,18 +43,18 @@ class Gate:
 
     @property
     def waiting(self) -> int:
-        with self._lock:
+        with self._cond:
             return len(self._line)
 
     @property
     def running(self) -> int:
-        with self._lock:
+        with self._cond:
             return self._running
 
     @contextmanager
     def admitted(self, on_wait: Callable[[Waiting], None] = lambda w: None) -> Iterator[bool]:
         """Yields True once this run may go ahead (False: the line is full, it may not).
-        `on_wait` is called with the place in line on arrival and then every `poll` seconds;
+        `on_wait` is called with the place in line whenever it changes and every second;
         an exception from it (Streamlit stopping a rerun) leaves the line."""
         if not self._enter(on_wait):
             yield False
@@ -68,7 +66,7 @@ class Gate:
             self._leave(time.monotonic() - start)
 
     def _enter(self, on_wait: Callable[[Waiting], None]) -> bool:
-        with self._lock:
+        with self._cond:
             if self._running < self.capacity and not self._line:
                 self._running += 1
                 return True
@@ -77,52 +75,45 @@ class Gate:
                 return False
             ticket = next(self._tickets)
             self._line.append(ticket)
-            self._turns[ticket] = turn = threading.Event()
             self.waited += 1
         try:
-            self._wait_for_turn(ticket, turn, on_wait)
+            self._wait_for_turn(ticket, on_wait)
         except BaseException:
-            with self._lock:
+            with self._cond:
                 if ticket in self._line:
                     self._line.remove(ticket)
-                self._wake_first()
+                self._cond.notify_all()
             raise
-        finally:
-            with self._lock:
-                self._turns.pop(ticket, None)
         return True
 
-    def _wait_for_turn(self, ticket: int, turn: threading.Event, on_wait: Callable[[Waiting], None]) -> None:
-        """Only the first in line is woken when a place frees (`_wake_first`); the others wake every `poll` to
-        tell their place. Telling every move of the line woke each waiting student at every hand-over and sent
-        each a note per place gained: many messages a student in a large class (issue 53, BENCHMARKS.md)."""
+    def _wait_for_turn(self, ticket: int, on_wait: Callable[[Waiting], None]) -> None:
+        told: tuple[int, float] = (-1, 0.0)
         while True:
-            with self._lock:
-                turn.clear()                     # before the check: a turn that comes after it sets it again
+            with self._cond:
                 if self._may_enter(ticket):
                     self._line.popleft()
                     self._running += 1
-                    self._wake_first()           # with capacity > 1 the next may go in too
+                    self._cond.notify_all()      # the next in line recomputes its place
                     return
                 place = self._line.index(ticket) + 1
                 news = Waiting(place, place * self.mean_run / self.capacity)
-            on_wait(news)                        # outside the lock: it draws on the page
-            turn.wait(self.poll)                 # a turn that came while on_wait drew is not slept through
+            now = time.monotonic()
+            if place != told[0] or now - told[1] >= 1.0:
+                on_wait(news)                    # outside the lock: it draws on the page
+                told = (place, now)
+            with self._cond:
+                if not self._may_enter(ticket):          # re-checked under the lock: a turn that came
+                    self._cond.wait(self.poll)           # while on_wait drew is not slept through
 
     def _may_enter(self, ticket: int) -> bool:
         """Under the lock: this ticket is first in line and a place is free."""
         return self._line[0] == ticket and self._running < self.capacity
 
-    def _wake_first(self) -> None:
-        """Under the lock: wake the first in line where a place is free."""
-        if self._line and self._running < self.capacity:
-            self._turns[self._line[0]].set()
-
     def _leave(self, seconds: float) -> None:
-        with self._lock:
+        with self._cond:
             self._running -= 1
             self.mean_run = 0.8 * self.mean_run + 0.2 * seconds
-            self._wake_first()
+            self._cond.notify_all()
 
 
 class PageRate:

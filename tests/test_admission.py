@@ -216,30 +216,3 @@ def test_in_the_app_a_student_past_the_bound_waits_with_a_countdown_while_others
     at.text_input(key="text").set_value("A cat sleeps.").run()   # the second new page within the window
     assert not at.exception and said and time.monotonic() - start >= 1.0
     assert at.session_state["text"] == "A cat sleeps."
-
-
-def test_a_waiting_student_is_told_their_place_on_arrival_and_each_poll_not_at_every_hand_over():
-    """Hand-overs wake only the first in line: with a long poll, five students in line each hear their place once
-    (on arrival) and still go in, in order, as soon as the one before them leaves."""
-    gate = Gate(capacity=1, max_waiting=10, poll=30.0)
-    release = threading.Event()
-    holder = hold(gate, release)
-    wait_until(lambda: gate.running == 1)
-    told: dict[int, list[int]] = {}
-    order: list[int] = []
-
-    def student(i: int) -> None:
-        with gate.admitted(lambda w: told.setdefault(i, []).append(w.position)):
-            order.append(i)
-
-    threads = []
-    for i in range(5):
-        threads.append(threading.Thread(target=student, args=(i,), daemon=True))
-        threads[-1].start()
-        wait_until(lambda i=i: gate.waiting == i + 1)
-    start = time.monotonic()
-    release.set()
-    for t in threads + [holder]:
-        t.join(10)
-    assert order == [0, 1, 2, 3, 4] and time.monotonic() - start < 5
-    assert told == {i: [i + 1] for i in range(5)}
