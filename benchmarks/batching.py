@@ -1,7 +1,8 @@
 """Decoding a class's sentences one by one vs batched (app/batching.py), in one process.
 
 N threads (students) ask at the same moment for their own sentence's explanation, as the
-app's first pages do: beam 4 with per-step records, then the traced teacher-forced pass.
+app's first pages do: beam 4 with per-step records, then the explanation read from them
+(`pipeline.WEIGHTS`; a teacher-forced pass before session 51).
 "alone": each decodes by itself (max batch 1); "batched": through one Batcher (max batch 16,
 20 ms window), as `app/resources.get_explanation` does. Reported: the wall time until every
 student has theirs, and the per-student latency p50 / p95; rounds alternate A B A B.
@@ -19,7 +20,7 @@ import torch
 
 from benchmarks.class_load import SENTENCES
 from model.inference.options import DecodeOptions
-from model.inference.pipeline import decode_many, explain_decoded, source_ids
+from model.inference.pipeline import WEIGHTS, decode_many, explain_decoded, source_ids
 from model.storage.checkpoint import load_checkpoint
 from serving.batching import Batcher
 
@@ -32,7 +33,7 @@ def one_round(ckpt, texts: list[str], opts: DecodeOptions, max_batch: int) -> tu
 
     def student(text: str) -> None:
         ids = source_ids(ckpt, text)
-        explain_decoded(ckpt, text, ids, batcher("g", ids))
+        explain_decoded(ckpt, text, ids, batcher("g", ids), recording=WEIGHTS)
         latencies.append(time.perf_counter() - start)
     threads = [threading.Thread(target=student, args=(t,)) for t in texts]
     for t in threads:
