@@ -11,16 +11,21 @@ be reached).
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import threading
+from pathlib import Path
 
 import streamlit as st
 
 from app import resources
-from serving import class_store
+from app.context import Context
+from app.settings import SidebarChoices
+from serving import class_ahead, class_store
 from serving.class_bell import GONE, Bell, Busy
 
 PATH = "/_class/bell"
+_LOG = logging.getLogger(__name__)
 
 # One request at a time per page; a new version -> the trigger (a run of the fragment it is in). A failure waits a
 # little and asks again; 404 (no bell here) or 403 (not a member: the class ended) stop asking: the fragment's own
@@ -89,12 +94,30 @@ def ring_here(store: class_store.ClassStore) -> None:
         if _HERE and _HERE[0][1] is store:
             return
 
+        heard = class_ahead.Heard(_decode_ahead)
+
         def read(code: str) -> int:
             try:
-                return store.view(code).version
+                view = store.view(code)
             except class_store.ClassGone:
                 return GONE
+            heard.hear(view.coming)         # the teacher's run is decoding a new sentence: so does this process
+            return view.version
         _HERE[:] = [(Bell(read), store)]
+
+
+def _decode_ahead(work: class_ahead.Work) -> None:
+    """A sentence a teacher's run announced (serving/class_ahead.py), decoded into this process's cache with what
+    the teacher's page computes from it (Page.ahead, Context.compute_ahead). What fails here is left to the
+    followers' own runs, which say it."""
+    if work.path not in {str(p) for p in resources.available_checkpoints()}:
+        return
+    try:
+        ckpt = resources.get_checkpoint(work.path)
+        ctx = Context(ckpt, SidebarChoices(Path(work.path), work.opts, precision=work.precision), work.text)
+        ctx.compute_ahead(work.also)
+    except Exception:  # noqa: BLE001 - text the model cannot take, a model that cannot load: said in the page
+        _LOG.debug("an announced sentence was not computed ahead", exc_info=True)
 
 
 def _member(store: class_store.ClassStore, code: str, token: str) -> bool:

@@ -51,6 +51,9 @@ class Page:
     render: Callable[[Context], None]
     takes_sentence: bool = True
     main: tuple[str, ...] = ()  # the keys of its main chart, the first drawn wins (the presentation view)
+    # what it computes from a sentence for every session alike besides the decoding (Context.compute_ahead's names):
+    # done in every app process as a teacher's run starts on a new sentence (serving/class_ahead.py)
+    ahead: tuple[str, ...] = ()
 
     @property
     def settings(self) -> tuple[Setting, ...]:
@@ -63,7 +66,8 @@ PAGES: tuple[Page, ...] = (
     Page("overview", N_("The whole model"), ":material/account_tree:", overview.render, main=("overview_figure",)),
     Page("explore", N_("Translate & explore attention"), ":material/grid_view:", explore.render, main=("grid",)),
     Page("lesson", N_("Guided lesson"), ":material/school:", lesson.render, main=("lesson_figure",)),
-    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render, main=("tree", "topk")),
+    Page("step", N_("Step through decoding"), ":material/skip_next:", stepper.render, main=("tree", "topk"),
+         ahead=("greedy", "attribution")),
     Page("positional", N_("Positional encoding"), ":material/waves:", positional.render, main=("pe_pair",)),
     Page("masks", N_("Masks"), ":material/visibility_off:", masks.render, main=("pad_pair",)),
     Page("head", N_("Inside one head"), ":material/center_focus_strong:", one_head.render, main=("head_pipeline",)),
@@ -102,7 +106,7 @@ def show(page: Page, settings: SidebarChoices, st_pages: dict | None = None) -> 
             ckpt.src_lang)
     work = (page.slug, str(settings.checkpoint), text, settings.opts)
     if page.takes_sentence and state.held(state.ADMITTED) != work:
-        sentence.decode_early(ckpt, text, settings)     # batched with the sentences of the same moment
+        sentence.decode_early(ckpt, text, settings, page.ahead)  # batched with the sentences of the same moment
     with admitted(work) as ok:
         if not ok:
             return

@@ -21,6 +21,8 @@ from i18n import N_, _, language, ngettext
 from model.analysis.attribution import Cost, attribution_json
 from model.inference.pipeline import SCORES, Explanation, InputError, explanation_json
 from model.storage.checkpoint import Checkpoint
+from serving import class_ahead
+from serving.class_store import ClassGone, NotTeacher, StoreDown
 
 # Presets that show known effects (labels say which): image captions like the Multi30K training data,
 # and everyday sentences like Tatoeba's. tests/test_shipped.py holds what the shipped models make of them.
@@ -105,12 +107,27 @@ def _too_long(ckpt: Checkpoint, text: str) -> bool:
     return bool(text.strip()) and len(ckpt.src_tokenizer.encode(text)) > resources.MAX_APP_TOKENS
 
 
-def decode_early(ckpt: Checkpoint, text: str, settings: SidebarChoices) -> None:
+def _announce(work: class_ahead.Work) -> None:
+    """A teacher's run, about to decode: said in the class, so that every app process decodes it too
+    (serving/class_ahead.py). Trouble with the class is left to the end of the run, which publishes the view."""
+    m, store = state.held(state.CLASS), resources.class_store()
+    if m is None or not m.teacher or store is None or not work.text.strip():
+        return
+    try:
+        store.announce(m.code, m.secret, class_ahead.say(work))
+    except (ClassGone, NotTeacher, StoreDown):
+        pass
+
+
+def decode_early(ckpt: Checkpoint, text: str, settings: SidebarChoices, ahead: tuple[str, ...] = ()) -> None:
     """Decode the sentence before the page waits in line for the server: sessions that
     ask at the same moment are decoded as one batch (app/batching.py), and the
-    translation below is then a cache hit. Text the model cannot take is left to it."""
+    translation below is then a cache hit. Text the model cannot take is left to it. A teacher's run says in
+    the class what it is about to compute: this decoding and what the page computes from it (`ahead`: Page.ahead;
+    serving/class_ahead.py)."""
     if _too_long(ckpt, text):
         return
+    _announce(class_ahead.Work(str(settings.checkpoint), text, settings.opts, settings.precision, ahead))
     try:
         with st.spinner(_("Translating…")):
             resources.get_explanation(str(settings.checkpoint), text, settings.opts, precision=settings.precision)

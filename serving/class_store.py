@@ -9,6 +9,8 @@ A class is
               class from another tab); stored as its SHA-256
     view      what the teacher shows: the page and the link parameters of app/links.py (the same
               text a shared link holds), with a version that grows on every change
+    coming    what the teacher's page is computing now, before its view changes (a text the app writes and
+              reads: app/ahead.py), so that every app process can start on it at once; no version change
     followers students seen in the last FOLLOWER_SECONDS (each follower's page checks in)
     poll      at most one at a time: its kind, its question, whether answers are shown; answers are
               kept per poll, one per student (a random id of the session: anonymous)
@@ -19,6 +21,7 @@ Both stores implement `ClassStore`; tests/test_classroom.py runs the same tests 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import io
 import json
@@ -72,7 +75,7 @@ class View:
     page: str
     params: dict[str, str]
     poll: Poll | None = None
-
+    coming: str = ""                # the teacher's work under way (announce), "" when none was said
 
 @dataclass(frozen=True)
 class Answer:
@@ -123,6 +126,7 @@ class ClassStore(Protocol):
     def is_teacher(self, code: str, secret: str) -> bool: ...
     def bell_token(self, code: str) -> str: ...
     def publish(self, code: str, secret: str, page: str, params: Mapping[str, str]) -> int: ...
+    def announce(self, code: str, secret: str, coming: str) -> None: ...
     def end(self, code: str, secret: str) -> None: ...
     def check_in(self, code: str, student: str) -> None: ...
     def followers(self, code: str) -> int: ...
@@ -146,6 +150,7 @@ class _Class:
     polls: dict[str, Poll] = field(default_factory=dict)            # every poll of the class, by id
     answers: dict[str, dict[str, Answer]] = field(default_factory=dict)
     opened: dict[str, float] = field(default_factory=dict)
+    coming: str = ""
 
 
 class _Shared:
@@ -222,7 +227,13 @@ class MemoryStore(_Shared):
 
     def view(self, code: str) -> View:
         with self._lock:
-            return self._get(code).view
+            c = self._get(code)
+            return dataclasses.replace(c.view, coming=c.coming) if c.coming else c.view
+
+    def announce(self, code: str, secret: str, coming: str) -> None:
+        """Say what the teacher's page is computing now (View.coming); the view and its version stay."""
+        with self._lock:
+            self._teacher(code, secret).coming = coming
 
     def publish(self, code: str, secret: str, page: str, params: Mapping[str, str]) -> int:
         with self._lock:
@@ -289,7 +300,7 @@ class RedisStore(_Shared):
 
     Keys (all expire IDLE_SECONDS after the teacher's last action; a follower's check-in does not
     keep a class alive):
-        tx:class:CODE            hash: secret (its hash), view (JSON), version
+        tx:class:CODE            hash: secret (its hash), view (JSON), version, coming (View.coming)
         tx:class:CODE:seen       sorted set: student -> last check-in time
         tx:class:CODE:polls      hash: poll id -> poll (JSON)
         tx:class:CODE:answers:ID hash: student -> answer (JSON): one each, replaced until the reveal
@@ -365,7 +376,7 @@ class RedisStore(_Shared):
     def _view(data: dict[str, str]) -> View:
         raw = json.loads(data["view"])
         poll = Poll(**raw["poll"]) if raw.get("poll") else None
-        return View(int(data["version"]), raw["page"], raw["params"], poll)
+        return View(int(data["version"]), raw["page"], raw["params"], poll, data.get("coming", ""))
 
     def _write_view(self, code: str, page: str, params: Mapping[str, str], poll: Poll | None) -> int:
         view = json.dumps({"page": page, "params": dict(params), "poll": poll.__dict__ if poll else None})
@@ -396,6 +407,16 @@ class RedisStore(_Shared):
         if (page, dict(params)) == (view.page, view.params):
             return view.version
         return self._write_view(code, page, params, view.poll)
+
+    def announce(self, code: str, secret: str, coming: str) -> None:
+        """As MemoryStore.announce: one field of the class's hash, after the secret is checked (two round trips:
+        the teacher's run says it as it starts to compute)."""
+        if not secrets.compare_digest(self._secret_hash(code), _hash(secret)):
+            raise NotTeacher(code)
+        pipe = self._redis.pipeline()
+        pipe.hset(self.key(code), "coming", coming)
+        pipe.expire(self.key(code), IDLE_SECONDS, nx=True)   # a class that ended just now leaves no key for ever
+        self._call(pipe.execute)
 
     def end(self, code: str, secret: str) -> None:
         self._teacher(code, secret)

@@ -120,6 +120,27 @@ def test_two_classes_never_see_each_other(store):
         store.publish(b.code, a.secret, "overview", {})                     # a's secret does not lead b
 
 
+def test_a_teachers_announcement_reaches_the_view_and_changes_no_version(store):
+    """View.coming: what the teacher's page is computing now (serving/class_ahead.py), said by the teacher only;
+    followers apply nothing new until the view itself changes."""
+    c = store.start("step", {"text": "a"})
+    before = store.view(c.code)
+    assert before.coming == ""
+    store.announce(c.code, c.secret, "the next sentence")
+    after = store.view(c.code)
+    assert after.coming == "the next sentence" and (after.version, after.page, after.params) == (
+        before.version, before.page, before.params)
+    store.publish(c.code, c.secret, "step", {"text": "b"})
+    published = store.view(c.code)
+    assert published.version == before.version + 1 and published.coming == "the next sentence"
+    with pytest.raises(NotTeacher):
+        store.announce(c.code, "not the secret", "x")
+    assert store.view(c.code).coming == "the next sentence"
+    store.end(c.code, c.secret)
+    with pytest.raises(ClassGone):
+        store.announce(c.code, c.secret, "x")
+
+
 def test_a_class_bell_token_is_the_classes_own_and_a_guessed_code_has_none(store):
     a, b = store.start("overview", {}), store.start("overview", {})
     token = store.bell_token(a.code)
