@@ -94,7 +94,7 @@ def ring_here(store: class_store.ClassStore) -> None:
         if _HERE and _HERE[0][1] is store:
             return
 
-        heard = class_ahead.Heard(_decode_ahead)
+        heard = class_ahead.Heard(compute_ahead)
 
         def read(code: str) -> int:
             try:
@@ -106,7 +106,7 @@ def ring_here(store: class_store.ClassStore) -> None:
         _HERE[:] = [(Bell(read), store)]
 
 
-def _decode_ahead(work: class_ahead.Work) -> None:
+def compute_ahead(work: class_ahead.Work) -> None:
     """A sentence a teacher's run announced (serving/class_ahead.py), decoded into this process's cache with what
     the teacher's page computes from it (Page.ahead, Context.compute_ahead). What fails here is left to the
     followers' own runs, which say it."""

@@ -118,4 +118,4 @@ def test_an_announcement_of_a_checkpoint_this_process_does_not_serve_is_left_alo
         raise AssertionError("loaded")
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     monkeypatch.setattr(resources, "get_checkpoint", never)
-    bell._decode_ahead(Work("/elsewhere/multi30k-en-de", "four small dogs", DecodeOptions(), FP32))
+    bell.compute_ahead(Work("/elsewhere/multi30k-en-de", "four small dogs", DecodeOptions(), FP32))
