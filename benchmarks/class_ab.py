@@ -118,22 +118,28 @@ def parse_build(text: str) -> tuple[str, Path]:
     return name, build
 
 
+def server_arguments(p: argparse.ArgumentParser, rounds: int, port: int, out: str) -> None:
+    """The options of a build-against-build benchmark's servers (this one's, benchmarks/follow_ab.py's)."""
+    p.add_argument("--build", type=parse_build, action="append", required=True, metavar="NAME=DIR",
+                   help="a build to serve (a checkout or git worktree); the first is the reference; repeat")
+    p.add_argument("--rounds", type=int, default=rounds,
+                   help=f"rounds; each serves every build once (default {rounds})")
+    p.add_argument("--processes", type=int, default=2, help="app processes per server (default 2)")
+    p.add_argument("--port", type=int, default=port, help=f"the proxy's port (default {port})")
+    p.add_argument("--settle", type=float, default=3.0, help="seconds between warm and the class (default 3)")
+    p.add_argument("--out", default=out, help="where each run's files and server log go")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.class_ab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", type=parse_build, action="append", required=True, metavar="NAME=DIR",
-                   help="a build to serve (a checkout or git worktree); the first is the reference; repeat")
-    p.add_argument("--rounds", type=int, default=5, help="rounds; each serves every build once (default 5)")
+    server_arguments(p, rounds=5, port=8700, out="runs/class_ab")
     p.add_argument("--students", type=int, default=30, help="students in the class (default 30)")
     p.add_argument("--scenario", default="open", choices=("open", "distinct"),
                    help="open: 30 sentences cycled (the repeated-sentence scenario); distinct: every student a "
                         "sentence no one else had (issue 53); default open")
-    p.add_argument("--processes", type=int, default=2, help="app processes per server (default 2)")
-    p.add_argument("--port", type=int, default=8700, help="the proxy's port (default 8700)")
     p.add_argument("--checkpoint", default="multi30k-en-de", help="the checkpoint the app opens on")
-    p.add_argument("--settle", type=float, default=3.0, help="seconds between warm and the class (default 3)")
     p.add_argument("--max-seconds", type=float, default=600, help="bound on one class (default 600)")
-    p.add_argument("--out", default="runs/class_ab", help="where each run's JSON and server log go")
     args = p.parse_args(argv)
     builds = dict(args.build)
     names = list(builds)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks import class_follow
-from benchmarks.class_ab import parse_build, start, stop
+from benchmarks.class_ab import server_arguments, start, stop
 from benchmarks.common import machine
 
 KEYS = (("follow_p95", "every change p95"), ("follow_p50", "every change p50"),
@@ -44,16 +44,10 @@ def one_round(build: Path, args: argparse.Namespace, log: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.follow_ab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", type=parse_build, action="append", required=True, metavar="NAME=DIR",
-                   help="a checkout to serve, by a name for the table (give two or more)")
-    p.add_argument("--rounds", type=int, default=4, help="rounds; each serves every build once (default 4)")
+    server_arguments(p, rounds=4, port=8760, out="runs/follow_ab")
     p.add_argument("--students", type=int, default=30, help="followers (default 30)")
     p.add_argument("--changes", type=int, default=10, help="the teacher's changes a round (default 10)")
     p.add_argument("--idle", type=float, default=5.0, help="seconds of idle following measured (default 5)")
-    p.add_argument("--processes", type=int, default=2, help="app processes per server (default 2)")
-    p.add_argument("--port", type=int, default=8760, help="the proxy's port (default 8760)")
-    p.add_argument("--settle", type=float, default=3.0, help="seconds between warm and the class (default 3)")
-    p.add_argument("--out", default="runs/follow_ab", help="where each round's server log goes")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
