@@ -21,7 +21,7 @@ thing share one computation; nothing here is stored on the model.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -99,16 +99,15 @@ class Context:
         `upto` (Cost.TRACE: the attention methods and ALTI+, one traced pass), computed once per process."""
         return resources.get_attribution(self.checkpoint, self.explanation, self.figure_key, upto, on_progress)
 
-    def compute_ahead(self, names: Iterable[str]) -> None:
+    def compute_ahead(self, names: Collection[str]) -> None:
         """The decoding, and what `names` say a page computes from it for every session alike (Page.ahead): computed
         into the process's caches, drawing nothing. Unknown names are left out (an announcement from another
         version of the app: serving/class_ahead.py)."""
-        known: dict[str, Callable[[], object]] = {
-            "greedy": lambda: self.greedy,                         # the step page's side by side
-            "attribution": lambda: self.attribution(Cost.TRACE),   # its "what it used", the first step's drawn first
-        }
-        for compute in (lambda: self.explanation, *(known[n] for n in names if n in known)):
-            compute()
+        _ = self.explanation
+        if "greedy" in names:                    # the step page's side by side
+            _ = self.greedy
+        if "attribution" in names:               # its "what it used", the first step's drawn first
+            self.attribution(Cost.TRACE)
 
     def attribution_ready(self, upto: Cost) -> bool:
         return resources.attribution_ready(self.figure_key, upto)

@@ -8,8 +8,8 @@ app process whose followers wait on the class bell reads the class's view severa
 and, on an announcement it has not heard yet, decodes that sentence with the same options in a thread of its
 own (`Heard`), into the process's cache, where its followers' runs find it, with what the teacher's page
 computes from it for every session alike (app/pages.py: Page.ahead; the step page's greedy decoding and its
-attribution). On the teacher's process the two
-are one decoding (the cache computes a key once). BENCHMARKS.md, session 52: what it changes for a class.
+attribution). On the teacher's process the two are one computation (the cache computes a key once).
+BENCHMARKS.md, session 52: what it changes for a class.
 
 An announcement is checked like a link from outside (`read`): valid options, a known precision, text of bounded
 length; the app also checks the checkpoint is one it serves. Anything else is ignored. No Streamlit here.
@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 from model.inference.options import DecodeOptions
 from model.inference.precision import PRECISIONS
+from serving.once import Once
 
 HEARD_KEPT = 32          # announcements remembered per process (one decoding each, however often heard)
 MOST_CHARS = 2000        # an announced sentence longer than this is none the app would decode
@@ -33,7 +33,7 @@ MOST_CHARS = 2000        # an announced sentence longer than this is none the ap
 class Work:
     """What an announcement names: the sentence `text` decoded by the checkpoint at `path` with `opts` at
     `precision` (the app's resources.get_explanation), and what else the teacher's page computes from it, by name
-    (app/context.py: AHEAD)."""
+    (app/context.py: Context.compute_ahead)."""
     path: str
     text: str
     opts: DecodeOptions
@@ -65,20 +65,19 @@ def read(coming: str) -> Work | None:
 
 class Heard:
     """One process's announcements: each new one's work done once, in a thread of its own (`do(work)`), the
-    newest HEARD_KEPT remembered (a teacher going back to an earlier sentence finds it in the cache anyway)."""
+    last HEARD_KEPT heard remembered (a teacher going back to an earlier sentence finds it in the cache anyway)."""
 
     def __init__(self, do: Callable[[Work], None], kept: int = HEARD_KEPT) -> None:
-        self._do, self._kept, self._lock = do, kept, threading.Lock()
-        self._heard: OrderedDict[str, None] = OrderedDict()
+        self._do, self._heard = do, Once(keep=kept)
 
     def hear(self, coming: str) -> threading.Thread | None:
         """`coming` read from the class (View.coming): its work started, unless heard before or none; the thread."""
-        with self._lock:
-            if not coming or coming in self._heard:
-                return None
-            self._heard[coming] = None
-            while len(self._heard) > self._kept:
-                self._heard.popitem(last=False)
+        started: list[threading.Thread | None] = []
+        if coming:
+            self._heard.get(coming, lambda: started.append(self._start(coming)))
+        return started[0] if started else None
+
+    def _start(self, coming: str) -> threading.Thread | None:
         work = read(coming)
         if work is None:
             return None

@@ -10,7 +10,7 @@ A class is
     view      what the teacher shows: the page and the link parameters of app/links.py (the same
               text a shared link holds), with a version that grows on every change
     coming    what the teacher's page is computing now, before its view changes (a text the app writes and
-              reads: app/ahead.py), so that every app process can start on it at once; no version change
+              reads: serving/class_ahead.py), so that every app process can start on it at once; no version change
     followers students seen in the last FOLLOWER_SECONDS (each follower's page checks in)
     poll      at most one at a time: its kind, its question, whether answers are shown; answers are
               kept per poll, one per student (a random id of the session: anonymous)
@@ -76,6 +76,7 @@ class View:
     params: dict[str, str]
     poll: Poll | None = None
     coming: str = ""                # the teacher's work under way (announce), "" when none was said
+
 
 @dataclass(frozen=True)
 class Answer:
