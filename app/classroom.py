@@ -364,8 +364,11 @@ def follow_here() -> None:
         return
     try:
         view = store().view(m.code)
-    except (ClassGone, StoreDown):               # said by the whole page's check (follower_tick, in watch)
+    except ClassGone:                            # said by the whole page's check (follower_tick, in watch)
         st.rerun(scope="app")
+    except StoreDown:                            # said in the sidebar by that check too; a rerun here would find
+        bell.listen(m.code, m.bell, m.seen)      # the store down again, and again: the page keeps its step
+        return
     m.seen = view.version
     if view.version != m.applied:
         if not followed_in_page(m.baseline, m.poll, view):

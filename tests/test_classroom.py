@@ -251,6 +251,43 @@ def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_chec
         server.terminate()
         server.wait(timeout=10)
 
+
+def test_redis_down_a_follower_on_the_step_page_keeps_its_page_and_follows_again_once_it_is_back(app_checkpoints,
+                                                                                                 tmp_path, monkeypatch):
+    """The step page hears the class in its own fragment (classroom.follow_here): with the store out of reach, a
+    follower's run ends (it once reran the whole page again and again) and says so; once it is back, it follows."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP, goto, page_of
+    port = free_port()
+    server = _redis(port, tmp_path)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
+    monkeypatch.setenv("TRANSFORMER_REDIS", f"redis://127.0.0.1:{port}/0")
+    teacher = AppTest.from_file(APP, default_timeout=60).run()
+    teacher.button(key="class-start").click().run()
+    goto(teacher, "step")
+    student = AppTest.from_file(APP, default_timeout=60)
+    student.query_params["class"] = teacher.session_state["class"].code
+    student.run()
+    student.run()
+    assert page_of(student) == "step"
+    server.terminate()
+    server.wait(timeout=10)
+    student.run()
+    assert not student.exception and page_of(student) == "step"
+    assert any("cannot be reached" in w.value for w in student.sidebar.warning)
+    server = _redis(port, tmp_path)
+    try:
+        teacher.text_input(key="text").input("a woman sits on a red ball").run()
+        student.run()
+        student.run()
+        assert student.session_state["text"] == "a woman sits on a red ball" and not student.exception
+        assert not student.sidebar.warning and page_of(student) == "step"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def _session(**link: str):
     """An app session opened on a link with these parameters (`class_` for `class`)."""
     from streamlit.testing.v1 import AppTest
