@@ -348,17 +348,15 @@ FOLLOWED_IN_PAGE: dict[str, tuple[str, ...]] = {"step": (links.STEP,)}
 
 
 def _page_hears(m: Membership) -> bool:
-    """Whether a following student's page hears the bell in its own fragment (the page they follow is one of
-    FOLLOWED_IN_PAGE's)."""
+    """Whether a following student's page hears the bell in its own fragment (it follows a FOLLOWED_IN_PAGE page)."""
     return (not m.teacher and m.following and bool(m.bell) and m.baseline is not None
             and m.baseline[0] in FOLLOWED_IN_PAGE)
 
 
 def follow_here() -> None:
-    """In the fragment of a FOLLOWED_IN_PAGE page (for a following student; nothing otherwise): the class bell
-    is drawn here, so that when it rings this fragment runs again, and reads the class. A teacher's change of
-    the page's own parameters alone (the step) is applied here, before the fragment draws; any other change
-    (a sentence, a setting, another page, a poll) reruns the whole page, as follower_tick does."""
+    """In the fragment of a FOLLOWED_IN_PAGE page (a following student's; nothing otherwise): the class bell is
+    drawn here, and when it rings this fragment reruns and reads the class. A change of the page's own parameters
+    alone (the step) is applied here, before the fragment draws; any other reruns the whole page (follower_tick)."""
     m = membership()
     if m is None or not _page_hears(m) or state.held(state.PAGE) != m.baseline[0]:
         return
@@ -366,9 +364,8 @@ def follow_here() -> None:
         view = store().view(m.code)
     except ClassGone:                            # said by the whole page's check (follower_tick, in watch)
         st.rerun(scope="app")
-    except StoreDown:                            # said in the sidebar by that check too; a rerun here would find
-        bell.listen(m.code, m.bell, m.seen)      # the store down again, and again: the page keeps its step
-        return
+    except StoreDown:          # said by that check too; a rerun would meet it again and again: the page stays
+        return bell.listen(m.code, m.bell, m.seen)
     m.seen = view.version
     if view.version != m.applied:
         if not followed_in_page(m.baseline, m.poll, view):
