@@ -214,21 +214,29 @@ def _redis(port: int, folder) -> subprocess.Popen:
     return proc
 
 
-@pytest.mark.skipif(REDIS is None, reason="redis-server not installed (apt-get install -y redis-server)")
-def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_checkpoints, tmp_path, monkeypatch):
+def _class_on_redis(app_checkpoints, tmp_path, monkeypatch, page: str | None = None):
+    """A redis-server of the test's own, the app on it, a teacher who started a class (then opened `page`) and a
+    student who joined by its link and ran once: (the server, its port, the teacher, the student)."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.support import APP
+    from tests.support import APP, goto
     port = free_port()
     server = _redis(port, tmp_path)
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
     monkeypatch.setenv("TRANSFORMER_REDIS", f"redis://127.0.0.1:{port}/0")
     teacher = AppTest.from_file(APP, default_timeout=120).run()
     teacher.button(key="class-start").click().run()
-    code = teacher.session_state["class"].code
+    if page is not None:
+        goto(teacher, page)
     student = AppTest.from_file(APP, default_timeout=120)
-    student.query_params["class"] = code
+    student.query_params["class"] = teacher.session_state["class"].code
     student.run()
+    return server, port, teacher, student
+
+
+@pytest.mark.skipif(REDIS is None, reason="redis-server not installed (apt-get install -y redis-server)")
+def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_checkpoints, tmp_path, monkeypatch):
+    server, port, teacher, student = _class_on_redis(app_checkpoints, tmp_path, monkeypatch)
     assert "Following the teacher" in [s.value for s in student.sidebar.success][0]
 
     server.terminate()
@@ -252,23 +260,13 @@ def test_redis_down_the_class_says_so_and_follows_again_once_it_is_back(app_chec
         server.wait(timeout=10)
 
 
+@pytest.mark.skipif(REDIS is None, reason="redis-server not installed (apt-get install -y redis-server)")
 def test_redis_down_a_follower_on_the_step_page_keeps_its_page_and_follows_again_once_it_is_back(app_checkpoints,
                                                                                                  tmp_path, monkeypatch):
     """The step page hears the class in its own fragment (classroom.follow_here): with the store out of reach, a
     follower's run ends (it once reran the whole page again and again) and says so; once it is back, it follows."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.support import APP, goto, page_of
-    port = free_port()
-    server = _redis(port, tmp_path)
-    monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
-    monkeypatch.setenv("TRANSFORMER_REDIS", f"redis://127.0.0.1:{port}/0")
-    teacher = AppTest.from_file(APP, default_timeout=60).run()
-    teacher.button(key="class-start").click().run()
-    goto(teacher, "step")
-    student = AppTest.from_file(APP, default_timeout=60)
-    student.query_params["class"] = teacher.session_state["class"].code
-    student.run()
+    from tests.support import page_of
+    server, port, teacher, student = _class_on_redis(app_checkpoints, tmp_path, monkeypatch, page="step")
     student.run()
     assert page_of(student) == "step"
     server.terminate()
