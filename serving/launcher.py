@@ -56,6 +56,12 @@ ROOT = Path(__file__).resolve().parent.parent
 COOKIE = "TXSRV"
 COMPRESSED_TYPES = ("text/html", "text/css", "text/javascript", "application/javascript", "application/json",
                     "image/svg+xml", "text/plain")
+# Files compressed by their own format (fonts, raster images): never gzipped, the same plain copy for every browser,
+# so HAProxy's cache keeps and gives them whatever a browser accepts (Streamlit's four fonts, 587 KB, had come from
+# the app processes at every first visit: ~10 ms of their CPU a student, BENCHMARKS.md, session 53).
+PACKED_SUFFIXES = (".woff2", ".woff", ".ttf", ".otf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico")
+PACKED_TYPES = ("font/", "application/font", "image/png", "image/jpeg", "image/gif", "image/webp", "image/x-icon",
+                "image/vnd.microsoft.icon")
 
 
 @dataclass(frozen=True)
@@ -90,13 +96,14 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     """The HAProxy configuration: sticky by cookie, gzip, health checks, failover, and a
     cache for /static/ (Streamlit's files there are immutable, content-hashed names): after the
     first browser, a class's ~120 files per first visit come from HAProxy's memory instead
-    of the app processes' Python (measured: 145 ms of app CPU per first visit saved).
+    of the app processes' Python (measured: 145 ms of app CPU per first visit saved; its fonts too since session 53).
 
     The cache keeps them gzipped: HAProxy compresses after its cache stores (and will not compress before a cache
     of the same proxy), so /static/ goes through a second proxy of its own, `static_gzip` on `static_socket` (a
     unix socket; by default an abstract one of a random name), which compresses; the first proxy's cache keeps only
     gzipped answers and gives them only to requests that take gzip (HAProxy's cache would give a plain copy to
-    everyone), so each file is compressed once. Compressing each first visit's
+    everyone), so each file is compressed once; fonts and raster images, which are never gzipped (PACKED_TYPES),
+    are kept plain and given to every browser. Compressing each first visit's
     8.3 MB again cost HAProxy ~0.03 core-s a student (BENCHMARKS.md, session 38).
 
     Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
@@ -145,8 +152,12 @@ backend app
 {servers}
 
 backend static
-    http-request cache-use static if {{ req.hdr(accept-encoding) -m sub gzip }}
-    http-response cache-store static if {{ res.hdr(content-encoding) -m str gzip }}
+    acl takes_gzip req.hdr(accept-encoding) -m sub gzip
+    acl packed_file path_end {' '.join(PACKED_SUFFIXES)}
+    acl gzipped res.hdr(content-encoding) -m str gzip
+    acl packed_type res.hdr(content-type) -m beg {' '.join(PACKED_TYPES)}
+    http-request cache-use static if takes_gzip || packed_file
+    http-response cache-store static if gzipped || packed_type
     http-response set-header X-Served-By %[srv_name]
     server static_gzip {static_at}
 
