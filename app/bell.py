@@ -14,6 +14,7 @@ import asyncio
 import logging
 import secrets
 import threading
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -93,6 +94,7 @@ def ring_here(store: class_store.ClassStore) -> None:
     with _MAKING:
         if _HERE and _HERE[0][1] is store:
             return
+        _MEMBERS.clear()
 
         heard = class_ahead.Heard(compute_ahead)
 
@@ -120,6 +122,25 @@ def compute_ahead(work: class_ahead.Work) -> None:
         _LOG.debug("an announced sentence was not computed ahead", exc_info=True)
 
 
+# A bell token the store said is its class's is trusted for MEMBER_SECONDS without asking again: every follower asks
+# after every change, and each ask cost the event loop a thread's round trip to Redis (a class that ended meanwhile
+# still answers GONE: its bell reads the class). Only the event loop reads and writes it.
+MEMBER_SECONDS = 60.0
+_MEMBERS: dict[tuple[str, str], float] = {}      # (code, token) -> until when (time.monotonic)
+
+
+async def _is_member(store: class_store.ClassStore, code: str, token: str) -> bool:
+    now = time.monotonic()
+    if _MEMBERS.get((code, token), 0.0) > now:
+        return True
+    member = await asyncio.to_thread(_member, store, code, token)
+    if member:
+        if len(_MEMBERS) >= 4096:                   # bounded: only tokens the store confirmed come in
+            _MEMBERS.clear()
+        _MEMBERS[(code, token)] = now + MEMBER_SECONDS
+    return member
+
+
 def _member(store: class_store.ClassStore, code: str, token: str) -> bool:
     """Whether `token` is the class's bell token (False too when there is no such class)."""
     try:
@@ -143,7 +164,7 @@ async def answer(request):
         return Response("not yet", status_code=503, headers={"Retry-After": "2"})
     bell, store = _HERE[0]
     try:
-        member = await asyncio.to_thread(_member, store, code, token)
+        member = await _is_member(store, code, token)
     except class_store.StoreDown:
         return Response("the class store is out of reach", status_code=503, headers={"Retry-After": "2"})
     if not member:                              # the same answer whether the class exists or not

@@ -15,16 +15,16 @@ the class gone (ended, expired) -> said, and the session goes on alone; the stor
 """
 from __future__ import annotations
 
-import io
 import re
 import secrets
 import time
-import urllib.parse
 from dataclasses import dataclass, field
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import bell, lab_models, limits, links, resources, state
+from app.class_code import join_url, qr_png
 from app.links import Site
 from app.ui import fragment
 from i18n import N_, _, ngettext
@@ -51,6 +51,7 @@ class Membership:
     seen: int = 0                            # the class view's version the last check saw
     bell: str = ""                           # the class's bell token (app/bell.py), a student's
     pending: View | None = None              # to apply at the start of the next run
+    fresh: View | None = None                # read or applied in this whole run: its later checks use it (_view)
     baseline: tuple | None = None            # (page, params) of the view applied last
     checked_in: float = 0.0
     trouble: str | None = None               # the store out of reach, said
@@ -129,10 +130,11 @@ def apply_pending(site: Site) -> str | None:
     """At the start of a run, before any widget: the teacher's view into this session's owners.
     Returns the page to open."""
     m = membership()
-    if m is None or m.pending is None or m.teacher:
+    if m is None or m.teacher:
         return None
-    view, m.pending = m.pending, None
-    if not m.following:                      # queued by a check just before the student left
+    view = m.fresh = m.pending               # read by the run just before (which reran the page for it)
+    m.pending = None
+    if view is None or not m.following:      # (queued by a check just before the student left)
         return None
     values = links.parse(view.params, [c.name for c in lab_models.checkpoints()], site.linked)
     for spec in site.linked.values():                      # as a fresh session reading the link: the
@@ -161,7 +163,7 @@ def watch(m: Membership) -> None:
         if now - m.checked_in > CHECK_IN_SECONDS:
             s.check_in(m.code, m.student)
             m.checked_in = now
-        view = s.view(m.code)
+        view = _view(m)
     except ClassGone:
         _leave_class(_("Class {code} has ended.").format(code=class_store.pretty(m.code)))
         st.rerun(scope="app")
@@ -180,6 +182,18 @@ def watch(m: Membership) -> None:
     if view.poll != m.poll:                  # a poll opened, revealed or closed: shown to every student
         m.poll = view.poll
         st.rerun(scope="app")
+
+
+def _view(m: Membership) -> View:
+    """The class's view: from the store, but in a whole run once only (the page's check, then the step page's own
+    fragment; the view the run applied counts): a change meanwhile rings the bell, whose fragment run reads anew."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    whole = ctx is not None and not ctx.fragment_ids_this_run      # (outside a run, as a test calls it: read)
+    if whole and m.fresh is not None:
+        return m.fresh
+    view = store().view(m.code)
+    m.fresh = view if whole else None
+    return view
 
 
 def after_run(page: str | None, params: dict[str, str]) -> None:
@@ -227,19 +241,6 @@ def link_params() -> dict[str, str]:
 
 
 # ---- the sidebar -----------------------------------------------------------------------------------
-def join_url(code: str, secret: str | None = None) -> str:
-    base = urllib.parse.urlsplit(st.context.url or "http://localhost:8501/")
-    query = urllib.parse.urlencode({CLASS: code, **({TEACHER: secret} if secret else {})})
-    return urllib.parse.urlunsplit((base.scheme, base.netloc, "/", query, ""))
-
-
-def qr_png(url: str) -> bytes:
-    import segno
-    out = io.BytesIO()
-    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
-    return out.getvalue()
-
-
 def sidebar(site: Site) -> None:
     """The class's place in the sidebar: start or join one; a teacher's code, link, QR and count; a
     student's "following" and "follow again"."""
@@ -361,7 +362,7 @@ def follow_here() -> None:
     if m is None or not _page_hears(m) or state.held(state.PAGE) != m.baseline[0]:
         return
     try:
-        view = store().view(m.code)
+        view = _view(m)
     except ClassGone:                            # said by the whole page's check (follower_tick, in watch)
         st.rerun(scope="app")
     except StoreDown:          # said by that check too; a rerun would meet it again and again: the page stays
@@ -387,14 +388,7 @@ def followed_in_page(baseline: tuple[str, dict[str, str]], poll: Poll | None, vi
             == {k: v for k, v in params.items() if k not in owned})
 
 
-def join_banner() -> None:
-    """Above the teacher's page, when asked: the code in large type and the QR code, to project."""
+def shown_code() -> str | None:
+    """The class code a teacher shows big above the page (`show_code`), else None (app/class_code.join_banner)."""
     m = membership()
-    if m is None or not m.teacher or not m.show_code:
-        return
-    with st.container(border=True, key="class-banner"):
-        left, right = st.columns([3, 2], vertical_alignment="center")
-        left.markdown(_("Join the class at **{url}**, or scan the code, or type:").format(url=join_url(m.code)))
-        left.markdown(f"<div style='font-size:4.5rem;font-weight:700;letter-spacing:0.15em'>"
-                      f"{class_store.pretty(m.code)}</div>", unsafe_allow_html=True)
-        right.image(qr_png(join_url(m.code)), width=320)
+    return m.code if m is not None and m.teacher and m.show_code else None

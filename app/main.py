@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from anywhere
 
 import streamlit as st  # noqa: E402
 
-from app import bell, classroom, lab_models, links, pages, polls, resources, state  # noqa: E402
+from app import bell, class_code, classroom, lab_models, links, pages, polls, resources, state  # noqa: E402
 from app.add_model import add_model_ui  # noqa: E402
 from app.settings import PROJECTOR, chosen_language, sidebar  # noqa: E402
 from app.ui import page_style  # noqa: E402
@@ -54,7 +54,7 @@ def run() -> None:
                        below_checkpoint=add_model_ui)
     classroom.sidebar(pages.SITE)
     polls.answers_download()
-    classroom.join_banner()
+    class_code.join_banner(classroom.shown_code())
     polls.poll_area()
     nav, st_pages = pages.navigation(settings)
     if jump is not None and jump != (state.held(state.PAGE) or pages.PAGES[0].slug):

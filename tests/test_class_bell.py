@@ -3,6 +3,7 @@ once per class and interval however many wait, and nothing is read once nobody w
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -140,6 +141,26 @@ def test_the_route_answers_a_member_and_nobody_else():
     assert _ask(f"code={other}&token={token}&known=1").status_code == 403     # the same: no class there
     for bad in ("", f"code={c.code}&token={token}", f"code={c.code}&token={token}&known=x", "code=!!&token=a&known=1"):
         assert _ask(bad).status_code == 400, bad
+
+
+def test_the_route_asks_the_store_once_for_a_member_and_every_time_for_a_stranger():
+    """Every follower asks again after every change: a token the store confirmed is trusted a while (each ask was a
+    thread's round trip to Redis on the event loop); a wrong one is asked of the store each time, and refused."""
+    from app import bell
+    from serving.class_store import MemoryStore
+    store = MemoryStore()
+    c = store.start("overview", {})
+    bell.ring_here(store)
+    token, asked = store.bell_token(c.code), []
+    real = store.bell_token
+    store.bell_token = lambda code: asked.append(code) or real(code)
+    store.publish(c.code, c.secret, "step", {})                              # version 2
+    assert [_ask(f"code={c.code}&token={token}&known=1").status_code for _ in range(3)] == [200] * 3
+    assert len(asked) == 1
+    assert [_ask(f"code={c.code}&token={'0' * 32}&known=1").status_code for _ in range(2)] == [403] * 2
+    assert len(asked) == 3
+    store.end(c.code, c.secret)                   # a class that ended: its member hears it is gone
+    assert json.loads(_ask(f"code={c.code}&token={token}&known=2").body) == {"version": GONE}
 
 
 def test_a_bell_request_whose_page_went_away_is_answered_at_once_not_after_25_s():

@@ -375,6 +375,43 @@ def test_projector_mode_and_the_presentation_view_are_followed(app_checkpoints, 
     assert not student.exception and not teacher.exception
 
 
+def test_the_teacher_shows_the_code_big_above_the_page_and_no_student_does(app_checkpoints, monkeypatch):
+    """app/class_code.join_banner: the code in large type and its QR code, when the teacher asks, for the projector."""
+    teacher, student = _teacher_and_student(app_checkpoints, monkeypatch)
+    code = class_store.pretty(teacher.session_state["class"].code)
+    big = lambda at: [m.value for m in at.markdown if code in m.value and "font-size:4.5rem" in m.value]  # noqa: E731
+    assert not big(teacher)
+    teacher.toggle(key="class-show-code").set_value(True).run()
+    assert len(big(teacher)) == 1 and not teacher.exception
+    student.run()
+    assert not big(student) and not student.exception
+
+
+def test_a_followers_whole_run_reads_the_class_once(app_checkpoints, monkeypatch):
+    """A teacher's new sentence on the step page: the follower's run that finds it reruns the whole page, whose
+    check (follower_tick) and step-through (follow_here) use the view that run applied instead of reading the
+    store again (three reads a change before, each a Redis round trip in every follower's run)."""
+    from app import resources
+    from tests.support import goto, page_of
+    teacher, student = _teacher_and_student(app_checkpoints, monkeypatch)
+    goto(teacher, "step")
+    student.run()
+    assert page_of(student) == "step"
+    store, reads = resources.class_store(), []
+    real = store.view
+    monkeypatch.setattr(store, "view", lambda code: reads.append(code) or real(code))
+    teacher.text_input(key="text").input("a woman sits on a red ball").run()
+    reads.clear()
+    student.run()
+    assert student.session_state["text"] == "a woman sits on a red ball" and page_of(student) == "step"
+    assert len(reads) == 1 and not student.exception, reads
+    student.run()                                 # a run with nothing new: one read too (two before)
+    assert len(reads) == 2
+    teacher.text_input(key="text").input("two dogs play in the snow").run()
+    student.run()
+    assert student.session_state["text"] == "two dogs play in the snow"
+
+
 def test_a_students_free_text_stays_text_in_the_teachers_csv_and_on_the_page():
     """A word that a spreadsheet would read as a formula gets a leading ' in the CSV; Markdown in an
     answer shown back to its student is shown as typed."""

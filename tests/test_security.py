@@ -98,7 +98,7 @@ def test_the_app_has_no_uploader():
 
 # Every place the app writes raw HTML, reviewed (docs/security.md): what goes in, and why it is safe.
 REVIEWED = {
-    "app/classroom.py:join_banner": "the class code: 8 symbols of class_store.ALPHABET, made by the server",
+    "app/class_code.py:join_banner": "the class code: 8 symbols of class_store.ALPHABET, made by the server",
     "app/pages.py:presentation": "presentation_style(page): constant CSS and the page's own slug",
     "app/pages.py:header": "the page title (compact header, for screen readers) through html.escape",
     "app/ui.py:page_style": "STYLE, a constant",
