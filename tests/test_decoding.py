@@ -260,6 +260,23 @@ def test_beam_step_is_a_pure_function():
     assert cands[1].cum_log_prob == pytest.approx(math.log(0.24), abs=1e-6)
 
 
+def test_beam_step_takes_the_best_continuations_of_all_from_each_rows_best():
+    """beam_step chooses among each row's 2*beam best tokens (taken for a whole batch at once by `decode`): the same
+    candidates, in the same order, as the best of every row's every token (what it took before, one sentence a time)."""
+    gen = torch.Generator().manual_seed(0)
+    for n, vocab, beam in ((1, 9, 4), (3, 50, 2), (4, 300, 4), (5, 12, 6)):
+        cum = -torch.rand(n, generator=gen) * 5
+        lp = torch.randn(n, vocab, generator=gen).log_softmax(-1)
+        total = (cum[:, None] + lp).flatten()
+        best, flat = total.topk(min(2 * beam, total.numel()))
+        want = [(i // vocab, i % vocab, v) for v, i in zip(best.tolist(), flat.tolist())]
+        for row_best in (None, lp.topk(min(2 * beam + 3, vocab), dim=-1)):      # its own, or a batch's wider one
+            got = beam_step(cum, lp, beam, eos_id=3, normalise=lambda x, m: x, length=2, row_best=row_best)
+            assert [(c.parent, c.token) for c in got] == [w[:2] for w in want]
+            assert [c.cum_log_prob for c in got] == pytest.approx([w[2] for w in want], abs=1e-6)
+            assert [c.log_prob for c in got] == pytest.approx([lp[p, t].item() for p, t, _ in want], abs=1e-6)
+
+
 def test_gnmt_length_penalty():
     opts = DecodeOptions("beam", alpha=0.6)
     assert opts.normalise(-2.0, 1) == pytest.approx(-2.0)                 # ((5+1)/6)^a = 1

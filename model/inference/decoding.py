@@ -88,23 +88,28 @@ class DecodeResult:
 
 # ---- the beam step: a pure function ---------------------------------------------------------
 def beam_step(cum_log_probs: Tensor, log_probs: Tensor, beam_size: int, eos_id: int,
-              normalise: Callable[[float, int], float], length: int) -> list[Candidate]:
+              normalise: Callable[[float, int], float], length: int,
+              row_best: tuple[Tensor, Tensor] | None = None) -> list[Candidate]:
     """Choose the continuations of one sentence's live hypotheses.
 
     cum_log_probs (n,) of the live hypotheses, log_probs (n, V) of their next token,
     length: tokens generated after this step (EOS counted). Takes the 2*beam_size best
     continuations (so EOS candidates cannot starve the beam); walking them best first,
     an EOS among the top beam_size finishes its hypothesis, other tokens are kept until
-    beam_size are live, the rest are pruned.
+    beam_size are live, the rest are pruned. row_best: each row's likeliest next tokens, best first
+    (log_probs.topk(k, dim=-1)'s values and indices, k >= 2*beam_size), where the caller has them (`decode`
+    takes them for a whole batch at once): the best of all continuations are among each row's best.
     """
-    total = cum_log_probs[:, None] + log_probs                           # (n, V)
-    k = min(2 * beam_size, total.numel())
-    best, flat = total.flatten().topk(k)
-    token_log_probs = log_probs.flatten()[flat].tolist()                 # same flat (parent, token) order
-    vocab = log_probs.size(1)
+    k = min(2 * beam_size, log_probs.size(1))
+    values, tokens = row_best if row_best is not None else log_probs.topk(k, dim=-1)
+    values, tokens = values[:, :k], tokens[:, :k]                         # (n, k): each row's k best
+    total = cum_log_probs[:, None] + values                              # (n, k)
+    best, flat = total.flatten().topk(min(k, total.numel()))
+    token_log_probs = values.flatten()[flat].tolist()                    # same flat (row, rank) order
+    token_ids = tokens.flatten()[flat].tolist()
     out, kept = [], 0
-    for rank, (value, index, lp) in enumerate(zip(best.tolist(), flat.tolist(), token_log_probs)):
-        parent, token = divmod(index, vocab)
+    for rank, (value, index, lp, token) in enumerate(zip(best.tolist(), flat.tolist(), token_log_probs, token_ids)):
+        parent = index // k
         cand = Candidate(parent, token, lp, value, normalise(value, length))
         if token == eos_id:
             cand.status = "finished" if rank < beam_size else "pruned"
@@ -136,21 +141,23 @@ def block_repeats(log_probs: Tensor, histories: Sequence[Sequence[int]], n: int)
     return out
 
 
+# A selector: (cum (n,), log_probs (n, V), opts, eos_id, length, generator, row_best) -> the step's candidates of one
+# sentence; row_best: each row's likeliest next tokens (values, indices), best first, taken for the batch at once.
 def _greedy_select(cum: Tensor, log_probs: Tensor, opts: DecodeOptions, eos_id: int, length: int,
-                   gen: torch.Generator) -> list[Candidate]:
+                   gen: torch.Generator, row_best: tuple[Tensor, Tensor] | None) -> list[Candidate]:
     return _single_choice(cum, log_probs, int(log_probs[0].argmax()), opts, eos_id, length)
 
 
 def _sample_select(cum: Tensor, log_probs: Tensor, opts: DecodeOptions, eos_id: int, length: int,
-                   gen: torch.Generator) -> list[Candidate]:
+                   gen: torch.Generator, row_best: tuple[Tensor, Tensor] | None) -> list[Candidate]:
     probs = sampling_distribution(log_probs[0], opts.temperature, opts.top_k, opts.top_p)
     token = int(torch.multinomial(probs, 1, generator=gen))
     return _single_choice(cum, log_probs, token, opts, eos_id, length)
 
 
 def _beam_select(cum: Tensor, log_probs: Tensor, opts: DecodeOptions, eos_id: int, length: int,
-                 gen: torch.Generator) -> list[Candidate]:
-    return beam_step(cum, log_probs, opts.beam_size, eos_id, opts.normalise, length)
+                 gen: torch.Generator, row_best: tuple[Tensor, Tensor] | None) -> list[Candidate]:
+    return beam_step(cum, log_probs, opts.beam_size, eos_id, opts.normalise, length, row_best)
 
 
 def _single_choice(cum: Tensor, log_probs: Tensor, token: int, opts: DecodeOptions, eos_id: int,
@@ -174,9 +181,9 @@ def _forced_select(token: int) -> Callable[..., list[Candidate]]:
     """A step of a forced prefix (DecodeOptions.prefix): the one live hypothesis continues with `token`
     whatever its probability; the likeliest others are recorded as pruned (what the model would have said)."""
     def select(cum: Tensor, log_probs: Tensor, opts: DecodeOptions, eos_id: int, length: int,
-               gen: torch.Generator) -> list[Candidate]:
+               gen: torch.Generator, row_best: tuple[Tensor, Tensor] | None) -> list[Candidate]:
         if opts.method == "sample":     # the draw is made and set aside: forcing what it drew changes nothing
-            _sample_select(cum, log_probs, opts, eos_id, length, gen)
+            _sample_select(cum, log_probs, opts, eos_id, length, gen, None)
         return _single_choice(cum, log_probs, token, opts, eos_id, length)
     return select
 
@@ -271,11 +278,10 @@ def _record(s: _Sentence, step: int, cands: list[Candidate], top: tuple[list, li
     s.steps.append(StepRecord(step, hyps, cands))
 
 
-def _top_k(log_probs: Tensor, k: int) -> tuple[list[list[int]], list[list[float]]]:
-    """Each row's k most likely next tokens and their probabilities, for the records: (R, V) -> two (R, k)
-    lists. Chosen on the log-probabilities (the same order), so only k of them are exponentiated."""
-    top = log_probs.topk(min(k, log_probs.size(1)), dim=-1)
-    return top.indices.tolist(), top.values.exp().tolist()
+def _top_k(best: torch.return_types.topk, k: int) -> tuple[list[list[int]], list[list[float]]]:
+    """Each row's k most likely next tokens and their probabilities, for the records: from `best` (the step's
+    log_probs.topk(>= k, dim=-1), best first) -> two (R, k) lists; only k of them are exponentiated."""
+    return best.indices[:, :k].tolist(), best.values[:, :k].exp().tolist()
 
 
 def _newest_rows(trace: Trace | None) -> tuple[Tensor, Tensor] | None:
@@ -310,13 +316,18 @@ def _decide(sentences: list[_Sentence], log_probs: Tensor, trace: Trace | None, 
     live = [s for s in sentences if not s.done]
     if opts.no_repeat_ngram and not forced:
         log_probs = block_repeats(log_probs, [h.tokens[1:] for s in live for h in s.live], opts.no_repeat_ngram)
-    top = _top_k(log_probs, opts.record_top_k) if opts.record_steps else None
+    k = max(2 * opts.beam_size if opts.method == "beam" and not forced else 0,
+            opts.record_top_k if opts.record_steps else 0)
+    best = log_probs.topk(min(k, log_probs.size(1)), dim=-1) if k else None   # (R, k): one topk a step, not one
+    top = _top_k(best, opts.record_top_k) if opts.record_steps else None       # a sentence (~5 % of a beam search)
     newest = _newest_rows(trace) if opts.record_steps else None
     keep, row = [], 0
     for s in live:
         n = len(s.live)
         rows = log_probs[row:row + n]
-        cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator)
+        row_best = None if best is None else (best.values[row:row + n], best.indices[row:row + n])
+        cands = select(torch.tensor([h.log_prob for h in s.live]), rows, opts, eos_id, step + 1, s.generator,
+                       row_best)
         if opts.record_steps:
             _record(s, step, cands, top, opts, newest, slice(row, row + n))
         keep += [row + p for p in _advance(s, cands, opts, eos_id, step)]
