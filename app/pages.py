@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import limits, resources, sentence, state
 from app import settings as settings_module
@@ -178,11 +179,17 @@ def _present_button(where: DeltaGenerator) -> None:
                  on_click=state.set_widget, args=(PRESENT.name, True))
 
 
+# A student in line is told their place once they have waited this long, not at once: a class's new sentence puts
+# 15 followers in each process's line for well under a second, and each place drawn at every move (~100 notes a
+# process) was a message the event loop sent while the runs ahead of it computed (BENCHMARKS.md, session 53).
+NOTE_AFTER = 1.0
+
+
 @contextmanager
 def admitted(work: tuple) -> Iterator[bool]:
     """True when the page may be drawn: at once if this session last drew the same `work`
     (a layer change, a click: light), else once the process's gate lets it through,
-    showing the student their place in line meanwhile. False: the line is full (said)."""
+    showing the student their place in line meanwhile (after NOTE_AFTER s). False: the line is full (said)."""
     note = st.empty()        # drawn on every run: the page's elements keep their places
     if state.held(state.ADMITTED) == work:
         yield True
@@ -196,7 +203,7 @@ def admitted(work: tuple) -> Iterator[bool]:
                   icon=":material/hourglass_top:")
 
     _wait_for_own_turn(note, gate)
-    with gate.admitted(on_wait) as ok:
+    with gate.admitted(on_wait, quiet=NOTE_AFTER, still=_stopped) as ok:
         note.empty()
         if not ok:
             note.warning(_("The server is full right now: {n} students are waiting. "
@@ -206,6 +213,12 @@ def admitted(work: tuple) -> Iterator[bool]:
         if ok:
             state.hold(state.ADMITTED, work)
             limits.count_page()
+
+
+def _stopped() -> None:
+    """Raises if Streamlit stops or reruns this run (what drawing the note would do), so that it leaves the line."""
+    if (check := getattr(get_script_run_ctx(suppress_warning=True), "yield_check", None)) is not None:
+        check()
 
 
 def _wait_for_own_turn(note: DeltaGenerator, gate: Gate) -> None:

@@ -266,7 +266,7 @@ def main() -> None:
     static = [] if args.no_static else static_paths(args.url)
     print(f"{len(static)} static files per first visit; scenario {args.scenario}", flush=True)
     print("| students | first page p50 / p95 | + static p50 / p95 | change p50 / p95 | CPU cores | core-s per first "
-          "page | RSS MB (largest / all) | static MB | errors | waited in line (first / later) |")
+          "page | RSS MB (largest / all) | static MB | errors | told their place in line, after 1 s (first / later) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     out = []
     for n in [int(x) for x in args.students.split(",")]:

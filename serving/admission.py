@@ -52,11 +52,13 @@ class Gate:
             return self._running
 
     @contextmanager
-    def admitted(self, on_wait: Callable[[Waiting], None] = lambda w: None) -> Iterator[bool]:
+    def admitted(self, on_wait: Callable[[Waiting], None] = lambda w: None, quiet: float = 0.0,
+                 still: Callable[[], None] = lambda: None) -> Iterator[bool]:
         """Yields True once this run may go ahead (False: the line is full, it may not).
-        `on_wait` is called with the place in line whenever it changes and every second;
-        an exception from it (Streamlit stopping a rerun) leaves the line."""
-        if not self._enter(on_wait):
+        `on_wait` is called with the place in line whenever it changes and every second, once the run has waited
+        `quiet` seconds (before that, `still` instead: a short wait need not be told); an exception from either
+        (Streamlit stopping a rerun) leaves the line."""
+        if not self._enter(on_wait, quiet, still):
             yield False
             return
         start = time.monotonic()
@@ -65,7 +67,8 @@ class Gate:
         finally:
             self._leave(time.monotonic() - start)
 
-    def _enter(self, on_wait: Callable[[Waiting], None]) -> bool:
+    def _enter(self, on_wait: Callable[[Waiting], None], quiet: float = 0.0,
+               still: Callable[[], None] = lambda: None) -> bool:
         with self._cond:
             if self._running < self.capacity and not self._line:
                 self._running += 1
@@ -77,7 +80,7 @@ class Gate:
             self._line.append(ticket)
             self.waited += 1
         try:
-            self._wait_for_turn(ticket, on_wait)
+            self._wait_for_turn(ticket, on_wait, quiet, still)
         except BaseException:
             with self._cond:
                 if ticket in self._line:
@@ -86,8 +89,10 @@ class Gate:
             raise
         return True
 
-    def _wait_for_turn(self, ticket: int, on_wait: Callable[[Waiting], None]) -> None:
+    def _wait_for_turn(self, ticket: int, on_wait: Callable[[Waiting], None], quiet: float = 0.0,
+                       still: Callable[[], None] = lambda: None) -> None:
         told: tuple[int, float] = (-1, 0.0)
+        since = time.monotonic()
         while True:
             with self._cond:
                 if self._may_enter(ticket):
@@ -99,7 +104,10 @@ class Gate:
                 news = Waiting(place, place * self.mean_run / self.capacity)
             now = time.monotonic()
             if place != told[0] or now - told[1] >= 1.0:
-                on_wait(news)                    # outside the lock: it draws on the page
+                if now - since >= quiet:
+                    on_wait(news)                # outside the lock: it draws on the page
+                else:
+                    still()
                 told = (place, now)
             with self._cond:
                 if not self._may_enter(ticket):          # re-checked under the lock: a turn that came

@@ -121,6 +121,43 @@ def test_a_stopped_student_leaves_the_line():
     assert gate.waiting == 0
 
 
+def test_a_short_wait_is_not_told_and_a_longer_one_is_told_its_place():
+    """`quiet`: a run in line for less than that is told nothing (a class's new sentence puts each follower in line
+    for a fraction of a second: a note at every move was ~100 messages a process); `still` is asked instead, and a
+    run it stops leaves the line."""
+    gate = Gate(capacity=1, max_waiting=5, poll=0.02)
+    release = threading.Event()
+    holder = hold(gate, release)
+    wait_until(lambda: gate.running == 1)
+    told: list[Waiting] = []
+    asked: list[float] = []
+    waiter = threading.Thread(target=lambda: gate.admitted(told.append, quiet=0.4,
+                                                           still=lambda: asked.append(time.monotonic())).__enter__(),
+                              daemon=True)
+    start = time.monotonic()
+    waiter.start()
+    wait_until(lambda: gate.waiting == 1)
+    time.sleep(0.2)
+    assert told == [] and asked                     # quiet: only asked whether it still waits
+    wait_until(lambda: told, timeout=3)             # then its place, at the next second's word
+    assert told[0].position == 1 and time.monotonic() - start >= 0.4
+
+    class Stopped(Exception):
+        pass
+
+    def stop() -> None:
+        raise Stopped
+    leaver = threading.Thread(target=lambda: pytest.raises(Stopped, gate.admitted(quiet=10.0, still=stop).__enter__),
+                              daemon=True)
+    leaver.start()
+    leaver.join(5)
+    assert not leaver.is_alive() and gate.waiting == 1          # stopped while quiet: it left the line at once
+    release.set()
+    holder.join(5)
+    waiter.join(5)
+    assert gate.waiting == 0
+
+
 def test_in_the_app_a_new_page_waits_for_the_gate_and_a_layer_change_does_not(app_checkpoints, monkeypatch):
     from app import resources
     monkeypatch.setenv("TRANSFORMER_CHECKPOINTS", str(app_checkpoints))
