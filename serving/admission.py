@@ -67,8 +67,7 @@ class Gate:
         finally:
             self._leave(time.monotonic() - start)
 
-    def _enter(self, on_wait: Callable[[Waiting], None], quiet: float = 0.0,
-               still: Callable[[], None] = lambda: None) -> bool:
+    def _enter(self, on_wait: Callable[[Waiting], None], quiet: float, still: Callable[[], None]) -> bool:
         with self._cond:
             if self._running < self.capacity and not self._line:
                 self._running += 1
@@ -89,8 +88,8 @@ class Gate:
             raise
         return True
 
-    def _wait_for_turn(self, ticket: int, on_wait: Callable[[Waiting], None], quiet: float = 0.0,
-                       still: Callable[[], None] = lambda: None) -> None:
+    def _wait_for_turn(self, ticket: int, on_wait: Callable[[Waiting], None], quiet: float,
+                       still: Callable[[], None]) -> None:
         told: tuple[int, float] = (-1, 0.0)
         since = time.monotonic()
         while True:
