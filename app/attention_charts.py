@@ -83,9 +83,8 @@ def draw(
     _described(grid, describe.heatmaps_sentence(words["title"], attn[0, 0], attn.shape[0] * n_heads),
                attn[0, 0], None, None, settings)
     labels = (data["rows"], data["cols"])                  # as the axes write them
-    extra = {} if csv is None else {"csv": csv, "said": [
-        describe.heatmaps_sentence(name, attn[k // n_heads, k % n_heads], 1, *labels)
-        for k, name in enumerate(data["names"])]}
+    extra = {} if csv is None else {"csv": csv, "said": describe.heads_sentences(
+        data["names"], attn.reshape(-1, *attn.shape[2:]), *labels)}
     with single:
         _component(key=SINGLE, data=[{**data, **extra, "chart": SINGLE, "numbers": named}], on_pick_change=picked,
                    on_missing_change=_resend)

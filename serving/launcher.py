@@ -92,7 +92,7 @@ def unavailable_response() -> bytes:
 
 
 def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, errorfile: str | None = None,
-                   static_socket: str | None = None) -> str:
+                   static_socket: str | None = None, threads: int = 0) -> str:
     """The HAProxy configuration: sticky by cookie, gzip, health checks, failover, and a
     cache for /static/ (Streamlit's files there are immutable, content-hashed names): after the
     first browser, a class's ~120 files per first visit come from HAProxy's memory instead
@@ -108,21 +108,27 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
 
     Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
     on another server at once: a killed process's students move within ~1.5 s (BENCHMARKS.md, session 22). A
-    check may take 5 s: a process busy with a heavy page is slow to answer, not down. A request whose browser
-    went away is given up at the app too (`abortonclose`): a closed tab's class bell frees its place at once.
+    check may take 5 s: a process busy with a heavy page is slow to answer, not down. The static proxy's servers
+    follow those checks (`track`) instead of checking again: each check is a request through the app's Python
+    (two a second per process were ~40 % of an idle server's CPU, BENCHMARKS.md, session 54). A request whose
+    browser went away is given up at the app too (`abortonclose`): a closed tab's class bell frees its place at once.
 
+    threads: HAProxy's own threads (`nbthread`; 0: one per core, HAProxy's default): `proxy_threads` leaves it the
+    cores the local app processes do not take, one at least (two threads on the cores of two busy app processes
+    cost it ~15 % more CPU a first visit, session 54).
     max_sessions: at most this many requests (websockets included) per app process at
     once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
     504: unavailable_response() written to a file)."""
     checked = "check inter 1s fastinter 250ms fall 2 rise 2"
     servers = "\n".join(f"    server {b.name} {b.host}:{b.port} cookie {b.name} {checked}"
                         + (f" maxconn {max_sessions}" if max_sessions else "") for b in backends)
-    static_servers = "\n".join(f"    server {b.name} {b.host}:{b.port} {checked}" for b in backends)
+    static_servers = "\n".join(f"    server {b.name} {b.host}:{b.port} track app/{b.name}" for b in backends)
     static_at = static_socket or f"abns@transformer-static-{uuid.uuid4().hex[:12]}"
     errors = "".join(f"    errorfile {code} {errorfile}\n" for code in (502, 503, 504)) if errorfile else ""
+    nbthread = f"    nbthread {threads}\n" if threads else ""
     return f"""global
     maxconn 4096
-
+{nbthread}
 defaults
     mode http
     option redispatch 1
@@ -164,8 +170,6 @@ backend static
 listen static_gzip
     bind {static_at}
     balance roundrobin
-    option httpchk GET /_stcore/health
-    http-check expect string ok
     compression algo gzip
     compression type {' '.join(COMPRESSED_TYPES)}
 {static_servers}
@@ -210,6 +214,11 @@ def threads_per_process(processes: int, env: Mapping[str, str]) -> str:
     """Torch threads of each app process: TRANSFORMER_THREADS where the operator set it (the test suite: one,
     its workers already take every core), else this machine's cores shared out among the processes."""
     return str(int(env.get("TRANSFORMER_THREADS") or 0) or max(1, (os.cpu_count() or 1) // max(1, processes)))
+
+
+def proxy_threads(processes: int, cores: int | None = None) -> int:
+    """HAProxy's threads beside `processes` local app processes: the cores they leave, one at least."""
+    return max(1, (cores or os.cpu_count() or 1) - processes)
 
 
 def oversubscribed(processes: int, threads: int, cores: int) -> str | None:
@@ -304,7 +313,7 @@ class Launcher:
         unavailable = conf.with_name("unavailable.http")
         unavailable.write_bytes(unavailable_response())
         conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions, str(unavailable),
-                                       "unix@" + str(conf.with_name("static.sock"))))
+                                       "unix@" + str(conf.with_name("static.sock")), proxy_threads(len(self.ports))))
         self.proxy = subprocess.Popen([haproxy, "-db", "-f", str(conf)])
         print(f"serving on http://{self.args.bind} ({len(self.ports)} local process(es) on ports "
               f"{', '.join(map(str, self.ports))}; HAProxy config {conf})", file=sys.stderr, flush=True)

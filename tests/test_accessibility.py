@@ -94,6 +94,28 @@ def test_a_figure_in_words():
     assert describe.table(bars) == (["", "value"], [["0: ▁Ein", 0.8], ["1: ▁Der", 0.1]])
 
 
+def test_every_heads_sentence_at_once_is_the_one_said_head_by_head():
+    """The explorer's 32-48 heads' sentences, found together, say what each head's own sentence says: the first
+    largest value (ties), unlabelled positions, markup in labels and titles, no finite value, nan and inf."""
+    rng = np.random.default_rng(0)
+    for trial in range(120):
+        k, t, s = (int(n) for n in rng.integers(1, 9, size=3))
+        z = rng.random((k, t, s)).astype(np.float32)
+        z[rng.random(z.shape) < (0.3 if trial % 3 == 0 else 0.0)] = np.nan
+        z[rng.random(z.shape) < (0.2 if trial % 5 == 0 else 0.0)] = np.inf
+        if trial % 7 == 0:
+            z[0] = np.nan
+        if trial % 4 == 0:
+            z[:, -1, -1] = z[:, 0, 0] = 2.0
+        rows = [f"<b>▁r{i}</b> &amp;" for i in range(t)] if trial % 2 else None
+        cols = [f"c{i}" for i in range(s)] if trial % 3 else None
+        titles = [f"layer {i} <i>head</i>" if i % 2 else "" for i in range(k)]
+        assert describe.heads_sentences(titles, z, rows, cols) == [
+            describe.heatmaps_sentence(title, z[i], 1, rows, cols) for i, title in enumerate(titles)], trial
+    empty = np.zeros((1, 0, 3))
+    assert describe.heads_sentences(["a"], empty) == [describe.heatmaps_sentence("a", empty[0], 1)]
+
+
 @pytest.fixture(scope="module")
 def walked(app_checkpoints):
     """Every page's charts and the app's hidden chart descriptions, with each chart's table asked for."""
