@@ -104,7 +104,11 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     gzipped answers and gives them only to requests that take gzip (HAProxy's cache would give a plain copy to
     everyone), so each file is compressed once; fonts and raster images, which are never gzipped (PACKED_TYPES),
     are kept plain and given to every browser. Compressing each first visit's
-    8.3 MB again cost HAProxy ~0.03 core-s a student (BENCHMARKS.md, session 38).
+    8.3 MB again cost HAProxy ~0.03 core-s a student (BENCHMARKS.md, session 38). The page shell too: Streamlit
+    answers every page's path ("/", "/explore?text=...") with the same index.html, ~2 ms of an app process's CPU a
+    first visit, so those paths are asked for as "/" through the same gzip proxy and kept for 60 s (`shell`),
+    still sent with `Cache-Control: no-cache` (the browser revalidates it, against HAProxy); the first request
+    that reaches an app process (the health check a browser makes next) pins the browser to it.
 
     Health checks every second (every 250 ms while a server changes state) and a connection refused is retried
     on another server at once: a killed process's students move within ~1.5 s (BENCHMARKS.md, session 22). A
@@ -144,8 +148,12 @@ defaults
 frontend classroom
     bind {bind}
     http-request set-header X-Forwarded-For %[src]
+    acl page_path path_reg ^/([^/._][^/.]*)?$
+    http-request set-var(txn.shell) bool(true) if page_path METH_GET
     use_backend static if {{ path_beg /static/ }}
+    use_backend shell if {{ var(txn.shell) -m bool }}
     default_backend app
+    http-response set-header Cache-Control no-cache if {{ var(txn.shell) -m bool }}
 
 backend app
     balance leastconn
@@ -167,12 +175,26 @@ backend static
     http-response set-header X-Served-By %[srv_name]
     server static_gzip {static_at}
 
+backend shell
+    http-request set-uri /
+    acl takes_gzip req.hdr(accept-encoding) -m sub gzip
+    acl gzipped res.hdr(content-encoding) -m str gzip
+    http-request cache-use shell if takes_gzip
+    http-response del-header Cache-Control
+    http-response cache-store shell if gzipped
+    server static_gzip {static_at}
+
 listen static_gzip
     bind {static_at}
     balance roundrobin
     compression algo gzip
     compression type {' '.join(COMPRESSED_TYPES)}
 {static_servers}
+
+cache shell
+    total-max-size 1
+    max-age 60
+    process-vary on
 
 cache static
     total-max-size 64

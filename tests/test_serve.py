@@ -157,10 +157,11 @@ def test_each_browser_stays_on_one_process_by_cookie(proxy):
     seen = set()
     for _ in range(4):                                 # four browsers (cookie jars), one address
         jar: dict[str, str] = {}
-        first = get(url, "/", jar)["x-served-by"]
+        assert "x-served-by" not in get(url, "/", jar) and COOKIE not in jar     # the page shell: HAProxy's own
+        first = get(url, "/_stcore/health", jar)["x-served-by"]                  # the first to reach an app pins
         assert jar.get(COOKIE) == first
-        assert {get(url, p, jar)["x-served-by"] for p in ("/", "/_stcore/health", "/", "/_stcore/host-config")} \
-            == {first}
+        later = ("/_stcore/health", "/_stcore/host-config", "/_stcore/health")
+        assert {get(url, p, jar)["x-served-by"] for p in later} == {first}
         seen.add(first)
     assert seen == {"app1", "app2"}                    # and the browsers are spread over both
 
@@ -181,8 +182,6 @@ def test_static_files_come_gzipped_and_from_the_proxys_cache(proxy):
     again = get(url, path, {})                          # the next browser: from HAProxy's cache
     assert again.get("content-encoding") == "gzip", again
     assert again.get("x-served-by") == "" and "age" in again, again     # no app process served it
-    page = get(url, "/", {})                            # the page itself is never cached
-    assert page.get("x-served-by") in ("app1", "app2"), page
 
 
 @needs_haproxy
@@ -204,6 +203,32 @@ def test_fonts_come_from_the_proxys_cache_to_every_browser(proxy):
         assert again.read() == body and again.headers.get("Content-Encoding") is None
         assert again.headers.get("X-Served-By") in ("", None) and again.headers.get("Age") is not None, \
             dict(again.headers)
+
+
+@needs_haproxy
+def test_the_page_shell_comes_from_the_proxys_cache_for_every_page_and_link(proxy):
+    """Streamlit answers every page's path with the same index.html (~2 ms of an app process's CPU a first visit):
+    HAProxy asks for it once, gzipped, and gives that to the next browsers whatever page or link they open, still
+    told to revalidate it (no-cache) and without pinning them to the process that answered it."""
+    import gzip
+
+    import streamlit as st
+    url, _ = proxy
+    shell = (Path(st.__file__).parent / "static" / "index.html").read_bytes()
+
+    def get(path: str):
+        answer = urllib.request.urlopen(urllib.request.Request(url + path, headers={"Accept-Encoding": "gzip"}),
+                                        timeout=30)
+        return answer, gzip.decompress(answer.read())
+
+    first, body = get("/")
+    assert body == shell and first.headers.get("Cache-Control") == "no-cache"
+    for path in ("/", "/explore?text=A+dog+runs.", "/step?class=ABCDEF&seat=s1"):
+        again, body = get(path)
+        assert body == shell and again.headers.get("Age") is not None, (path, dict(again.headers))
+        assert again.headers.get("Cache-Control") == "no-cache" and again.headers.get("Set-Cookie") is None
+    health, _ = get("/_stcore/health")                                   # everything else still reaches an app
+    assert health.headers.get("X-Served-By", "").startswith("app") and health.headers.get("Age") is None
 
 
 @needs_haproxy
