@@ -115,11 +115,10 @@ def get_served(path: str, precision: str) -> Checkpoint:
 
 
 # ---- what a sentence's pages are drawn from ---------------------------------------------------
-# Decodings, traces and the tensors read from them are kept in one cache bounded by the bytes of their
-# tensors ($TRANSFORMER_CACHE_MB), not by a count: a trace recorded with the residual stream holds four
-# times what a plain one does, a logit lens twice (BENCHMARKS.md, session 24), so a count bounds nothing.
-# What nobody asked for in $TRANSFORMER_CACHE_IDLE_S seconds goes too (figures as well): a process holds the
-# sentences its students look at now, not every sentence of the lesson (BENCHMARKS.md, session 28).
+# Decodings, traces and the tensors read from them are kept in one cache bounded by the bytes of their tensors
+# ($TRANSFORMER_CACHE_MB), not by a count: a trace recorded with the residual stream holds four times what a plain
+# one does, a logit lens twice (BENCHMARKS.md, session 24). What nobody asked for in $TRANSFORMER_CACHE_IDLE_S seconds
+# goes too (figures as well): a process holds the sentences its students look at now (BENCHMARKS.md, session 28).
 def _kept() -> Once:
     return _cache_of(config().cache_mb * 2 ** 20, config().cache_idle_s)
 
@@ -179,6 +178,11 @@ def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, refe
     plain = get_explanation(path, text, opts, precision=precision)
     with MODEL_TURN:
         return explain_decoded(ckpt, text, plain.source_ids, plain.result, reference=reference, recording=recording)
+
+
+def explanation_ready(path: str, text: str, opts: DecodeOptions, precision: str = FP32) -> bool:
+    """Whether get_explanation (the plain one) answers at once: no "Translating…" spinner is worth its thread then."""
+    return _kept().ready(("explanation", path, precision, text, opts, None, WEIGHTS, frozenset()))
 
 
 def get_token_probabilities(path: str, text: str, opts: DecodeOptions, knockout: frozenset[str] = frozenset(),
@@ -308,19 +312,16 @@ def get_encoder_batch(path: str, texts: tuple[str, ...]) -> Trace:
 
 
 def get_figure(name: str, key: Hashable, display: Display, lang: str, build: Callable[[], go.Figure]) -> go.Figure:
-    """The figure `name` drawn from `key` (everything it depends on: hashable) on `display`, in the interface
-    language `lang` (its titles and labels), built once per process and shared (never changed after: its
-    dict, what st.plotly_chart sends, is made once too). A widget change that does not touch `key` then costs
-    no figure building. Kept in one cache per process bounded by the bytes the figures send
-    ($TRANSFORMER_FIGURES_MB) and by FIGURES_KEPT, oldest-used out first; its key is Python's own hash (a
-    Streamlit cache hashed the key's every field on every call: ~2 ms of a follower's step, BENCHMARKS.md
-    session 26)."""
+    """The figure `name` drawn from `key` (everything it depends on: hashable) on `display`, in the interface language
+    `lang` (its titles and labels), built once per process and shared (never changed after: its dict, what
+    st.plotly_chart sends, is made once too): a widget change that does not touch `key` builds no figure. Kept in one
+    cache per process bounded by the bytes the figures send ($TRANSFORMER_FIGURES_MB) and by FIGURES_KEPT, oldest-used
+    out first; its key is Python's own hash (a Streamlit cache hashed the key's every field on every call: ~2 ms of a
+    follower's step, BENCHMARKS.md session 26)."""
     return _figures().get((name, key, display, lang), lambda: shared(display.apply(build())))
 
 
 FIGURES_KEPT = 256
-
-
 FIGURES_FRESH = 32   # figures kept however long nobody asked for them: the newest 32 (a few pages' worth)
 
 
@@ -345,9 +346,9 @@ def figures_held() -> tuple[int, int, int]:
 
 
 # ---- admission -------------------------------------------------------------------------------
-# One heavy run at a time: the decoding is batched before the line (decode_early), and what is
-# left (building and sending figures) holds the GIL, so a second one in parallel only slows the
-# light runs beside it (BENCHMARKS.md, session 8: 30 students, admit 1 vs 2).
+# One heavy run at a time: the decoding is batched before the line (decode_early), and what is left (building and
+# sending figures) holds the GIL, so a second one in parallel only slows the light runs beside it (BENCHMARKS.md,
+# session 8: 30 students, admit 1 vs 2).
 @st.cache_resource(show_spinner=False)
 def admission_gate() -> Gate:
     """The process's admission gate: $TRANSFORMER_ADMIT heavy page runs at once (default 1), at
@@ -378,9 +379,8 @@ def session_alive(session_id: str) -> bool:
 
 @st.cache_resource(show_spinner=False)
 def lab_scheduler() -> Scheduler:
-    """The process's training-lab scheduler: at most $TRANSFORMER_LAB_SLOTS runs train at once
-    (default one per two cores), the others queue. Under `make serve` the limit holds for the
-    machine ($TRANSFORMER_LAB_LOCKS)."""
+    """The process's training-lab scheduler: at most $TRANSFORMER_LAB_SLOTS runs train at once (default one per two
+    cores), the others queue. Under `make serve` the limit holds for the machine ($TRANSFORMER_LAB_LOCKS)."""
     process.configure(config().threads)
     cfg = config()
     machine = MachineSlots(cfg.lab_locks, cfg.lab_slots) if cfg.lab_locks else None

@@ -129,10 +129,19 @@ def decode_early(ckpt: Checkpoint, text: str, settings: SidebarChoices, ahead: t
         return
     _announce(class_ahead.Work(str(settings.checkpoint), text, settings.opts, settings.precision, ahead))
     try:
-        with st.spinner(_("Translating…")):
-            resources.get_explanation(str(settings.checkpoint), text, settings.opts, precision=settings.precision)
+        _explained(text, settings)
     except InputError:
         return
+
+
+def _explained(text: str, settings: SidebarChoices) -> Explanation:
+    """The sentence's explanation, under a "Translating…" spinner only when it is not computed yet (a spinner
+    starts a thread and sends a message, even when it never shows)."""
+    args = (str(settings.checkpoint), text, settings.opts)
+    if resources.explanation_ready(*args, precision=settings.precision):
+        return resources.get_explanation(*args, precision=settings.precision)
+    with st.spinner(_("Translating…")):
+        return resources.get_explanation(*args, precision=settings.precision)
 
 
 def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices,
@@ -145,8 +154,7 @@ def translation(ckpt: Checkpoint, text: str, settings: SidebarChoices,
             n=resources.MAX_APP_TOKENS))
         return None
     try:
-        with st.spinner(_("Translating…")):
-            ex = resources.get_explanation(str(settings.checkpoint), text, settings.opts, precision=settings.precision)
+        ex = _explained(text, settings)
     except InputError as exc:
         where.info(_("Nothing to show yet: {why}.").format(why=exc))
         if settings.opts.prefix:

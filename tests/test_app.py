@@ -135,6 +135,25 @@ def test_greedy_steps_show_probabilities(at):
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
 
 
+def test_only_a_sentence_not_computed_yet_gets_a_spinner(at, monkeypatch):
+    """A spinner starts a thread (and sends a message) even when it never shows: a sentence computed already is
+    shown without one; a new one gets decode_early's, while its batch decodes, and the translation below finds it
+    computed."""
+    import threading
+    started = []
+
+    class Counted(threading.Timer):
+        def start(self) -> None:
+            started.append(self.interval)
+            super().start()
+
+    monkeypatch.setattr(threading, "Timer", Counted)
+    at.run()
+    assert not at.exception and started == []
+    at.text_input(key="text").set_value("Three red bicycles lean against an old stone wall.").run()
+    assert not at.exception and len(started) == 1, started
+
+
 @pytest.mark.parametrize("text,needle", [("", "empty"), ("    ", "empty"), ("ball " * 150, "longer than")])
 def test_bad_input_gives_a_message(at, text, needle):
     at.text_input(key="text").set_value(text).run()
