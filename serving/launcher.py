@@ -92,7 +92,7 @@ def unavailable_response() -> bytes:
 
 
 def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, errorfile: str | None = None,
-                   static_socket: str | None = None, threads: int = 0) -> str:
+                   static_socket: str | None = None) -> str:
     """The HAProxy configuration: sticky by cookie, gzip, health checks, failover, and a
     cache for /static/ (Streamlit's files there are immutable, content-hashed names): after the
     first browser, a class's ~120 files per first visit come from HAProxy's memory instead
@@ -117,9 +117,6 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     (two a second per process were ~40 % of an idle server's CPU, BENCHMARKS.md, session 54). A request whose
     browser went away is given up at the app too (`abortonclose`): a closed tab's class bell frees its place at once.
 
-    threads: HAProxy's own threads (`nbthread`; 0: one per core, HAProxy's default): `proxy_threads` leaves it the
-    cores the local app processes do not take, one at least (two threads on the cores of two busy app processes
-    cost it ~15 % more CPU a first visit, session 54).
     max_sessions: at most this many requests (websockets included) per app process at
     once; 0 = no limit. errorfile: the response HAProxy sends while no app process answers (503, 502,
     504: unavailable_response() written to a file)."""
@@ -129,10 +126,9 @@ def haproxy_config(bind: str, backends: list[Backend], max_sessions: int = 0, er
     static_servers = "\n".join(f"    server {b.name} {b.host}:{b.port} track app/{b.name}" for b in backends)
     static_at = static_socket or f"abns@transformer-static-{uuid.uuid4().hex[:12]}"
     errors = "".join(f"    errorfile {code} {errorfile}\n" for code in (502, 503, 504)) if errorfile else ""
-    nbthread = f"    nbthread {threads}\n" if threads else ""
     return f"""global
     maxconn 4096
-{nbthread}
+
 defaults
     mode http
     option redispatch 1
@@ -238,11 +234,6 @@ def threads_per_process(processes: int, env: Mapping[str, str]) -> str:
     return str(int(env.get("TRANSFORMER_THREADS") or 0) or max(1, (os.cpu_count() or 1) // max(1, processes)))
 
 
-def proxy_threads(processes: int, cores: int | None = None) -> int:
-    """HAProxy's threads beside `processes` local app processes: the cores they leave, one at least."""
-    return max(1, (cores or os.cpu_count() or 1) - processes)
-
-
 def oversubscribed(processes: int, threads: int, cores: int) -> str | None:
     """The warning for more torch threads than cores: each process's OpenMP threads spin on cores the others
     need (2 processes x 2 threads on 2 cores: a class of 30's first pages p95 9-10 s and 0.7-0.8 core-s each,
@@ -335,7 +326,7 @@ class Launcher:
         unavailable = conf.with_name("unavailable.http")
         unavailable.write_bytes(unavailable_response())
         conf.write_text(haproxy_config(self.args.bind, self.backends(), self.args.max_sessions, str(unavailable),
-                                       "unix@" + str(conf.with_name("static.sock")), proxy_threads(len(self.ports))))
+                                       "unix@" + str(conf.with_name("static.sock"))))
         self.proxy = subprocess.Popen([haproxy, "-db", "-f", str(conf)])
         print(f"serving on http://{self.args.bind} ({len(self.ports)} local process(es) on ports "
               f"{', '.join(map(str, self.ports))}; HAProxy config {conf})", file=sys.stderr, flush=True)

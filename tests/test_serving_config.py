@@ -32,12 +32,6 @@ def test_the_launcher_shares_the_cores_among_its_processes_unless_the_threads_ar
     assert threads_per_process(2, {"TRANSFORMER_THREADS": "1"}) == "1"          # the operator's (the suite's) choice
 
 
-def test_the_proxy_takes_the_cores_the_app_processes_leave_and_one_at_least():
-    from serving.launcher import proxy_threads
-    assert [proxy_threads(n, 2) for n in (0, 1, 2, 3)] == [2, 1, 1, 1]     # 2 cores: beside two apps, one thread
-    assert proxy_threads(2, 8) == 6
-
-
 def test_the_launcher_warns_when_its_processes_ask_for_more_threads_than_cores():
     from serving.launcher import oversubscribed
     assert oversubscribed(2, 1, 2) is None and oversubscribed(1, 2, 2) is None and oversubscribed(4, 2, 8) is None
