@@ -1,7 +1,6 @@
-"""Cached resources, one of each per process, shared by every session and read-only: the
-configuration (read from the environment once), the model, explanations per (checkpoint,
-text, options, recording), figures per what they are drawn from, and the serving machinery
-(admission gate, decoding batcher, lab scheduler) of serving/."""
+"""Cached resources, one of each per process, shared by every session and read-only: the configuration (read from
+the environment once), the model, explanations per (checkpoint, text, options, recording), figures per what they are
+drawn from, and the serving machinery (admission gate, decoding batcher, lab scheduler) of serving/."""
 
 from __future__ import annotations
 
@@ -61,8 +60,8 @@ MAX_APP_TOKENS = 100  # subword tokens of input the app accepts (keeps every vie
 
 
 def config() -> ServingConfig:
-    """The process's configuration (serving/config.py), made once from its environment. (Keyed by
-    the TRANSFORMER_* variables: tests start several apps with other settings in one process.)"""
+    """The process's configuration (serving/config.py), made once from its environment, keyed by the TRANSFORMER_*
+    variables (tests start several apps with other settings in one process)."""
     return _config(tuple(os.environ.get(name) for name in VARIABLES))
 
 
@@ -102,9 +101,8 @@ def get_checkpoint(path: str) -> Checkpoint:
 
 @st.cache_resource(show_spinner="Preparing the fast model…", max_entries=24)
 def get_served(path: str, precision: str) -> Checkpoint:
-    """The checkpoint with the model that computes its sentences at `precision` (model/inference/precision.py:
-    fp32, or a faster copy made once per process); what reads weights or needs gradients (attribution, head
-    statistics, the card) reads get_checkpoint's fp32 model."""
+    """The checkpoint with the model that computes its sentences at `precision` (model/inference/precision.py: fp32,
+    or a faster copy made once per process); what reads weights or gradients reads get_checkpoint's fp32 model."""
     ckpt = get_checkpoint(path)
     if precision == FP32 or not precision_available(precision):
         return ckpt
@@ -151,8 +149,12 @@ def get_explanation(path: str, text: str, opts: DecodeOptions, reference: str | 
     The decoding is done once per (model, sentence, options): the plain explanation's (`WEIGHTS`), decoded with
     other sessions' sentences of the same moment (`decode_batcher`), its trace read from that search's records
     (model/inference/replay.py); the other variants trace their own teacher-forced pass over it."""
-    key = ("explanation", path, precision, text, opts, reference, recording, knockout)
-    return _kept().get(key, lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
+    return _kept().get(_explanation_key(path, precision, text, opts, reference, recording, knockout),
+                       lambda: _explanation(path, precision, text, opts, reference, recording, knockout))
+
+
+def _explanation_key(*what: object) -> tuple:    # path, precision, text, options, reference, recording, knockout
+    return ("explanation", *what)
 
 
 # A sentence's short model passes (a batch's decoding, a traced pass, a decoding with heads off) take turns in a
@@ -182,7 +184,7 @@ def _explanation(path: str, precision: str, text: str, opts: DecodeOptions, refe
 
 def explanation_ready(path: str, text: str, opts: DecodeOptions, precision: str = FP32) -> bool:
     """Whether get_explanation (the plain one) answers at once: no "Translating…" spinner is worth its thread then."""
-    return _kept().ready(("explanation", path, precision, text, opts, None, WEIGHTS, frozenset()))
+    return _kept().ready(_explanation_key(path, precision, text, opts, None, WEIGHTS, frozenset()))
 
 
 def get_token_probabilities(path: str, text: str, opts: DecodeOptions, knockout: frozenset[str] = frozenset(),
@@ -197,9 +199,8 @@ def get_token_probabilities(path: str, text: str, opts: DecodeOptions, knockout:
 
 def get_logit_lens(path: str, text: str, opts: DecodeOptions, recording: Recording,
                    precision: str = FP32) -> torch.Tensor:
-    """(L, T, V): each decoder layer's next-token log-probabilities over the translation, read from its
-    trace recorded with the stream (`recording`); the last layer's is the model's own distribution
-    (the overview's output block and its logit lens)."""
+    """(L, T, V): each decoder layer's next-token log-probabilities over the translation, read from its trace recorded
+    with the stream (`recording`); the last layer's is the model's own (the overview's output block, its logit lens)."""
     def compute() -> torch.Tensor:
         trace = get_explanation(path, text, opts, recording=recording, precision=precision).trace
         with torch.inference_mode():
@@ -230,10 +231,9 @@ def get_knockout_effects(path: str, text: str, opts: DecodeOptions, precision: s
 
 def get_attribution(ckpt: Checkpoint, ex: Explanation, key: Hashable, upto: Cost,
                     on_progress: Callable[[int, int], None] | None = None) -> Attribution:
-    """Every attribution method's reading of a translation (model/analysis/attribution) of `ckpt`, whose
-    explanation `ex` is known by `key` (checkpoint path, text, options), up to the cost `upto`
-    (Cost.INTEGRATED: seconds; on_progress(done, total) per token, for the session that computes). Once
-    per process: a class on one link waits for one computation."""
+    """Every attribution method's reading of a translation (model/analysis/attribution) of `ckpt`, whose explanation
+    `ex` is known by `key` (checkpoint path, text, options), up to the cost `upto` (Cost.INTEGRATED: seconds;
+    on_progress(done, total) per token, for the session that computes). Once per process: a class on one link waits."""
     return _kept().get(("attribution", key, upto), lambda: attribute(ckpt, ex.source_ids, ex.result.tokens, upto,
                                                               on_progress=on_progress))
 

@@ -5,6 +5,7 @@ the setting `text` (app/state.py), so it survives pages that do not draw the box
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import urllib.parse
@@ -138,9 +139,8 @@ def _explained(text: str, settings: SidebarChoices) -> Explanation:
     """The sentence's explanation, under a "Translating…" spinner only when it is not computed yet (a spinner
     starts a thread and sends a message, even when it never shows)."""
     args = (str(settings.checkpoint), text, settings.opts)
-    if resources.explanation_ready(*args, precision=settings.precision):
-        return resources.get_explanation(*args, precision=settings.precision)
-    with st.spinner(_("Translating…")):
+    ready = resources.explanation_ready(*args, precision=settings.precision)
+    with contextlib.nullcontext() if ready else st.spinner(_("Translating…")):
         return resources.get_explanation(*args, precision=settings.precision)
 
 
