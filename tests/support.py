@@ -61,6 +61,26 @@ def sentences(n: int, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(n)]
 
 
+REVERSE_WORDS = [f"w{c}" for c in "abcdefghijkl"]
+
+
+def write_reverse_task(directory: Path, n_train: int = 3000, n_val: int = 60, seed: int = 0) -> None:
+    """A corpus directory (train.src/tgt, val.src/tgt) whose targets are the sources reversed (train.py's tests)."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", n_train), ("val", n_val)):
+        src = [" ".join(rng.choice(REVERSE_WORDS) for _ in range(rng.randint(2, 6))) for _ in range(n)]
+        (directory / f"{split}.src").write_text("".join(s + "\n" for s in src))
+        (directory / f"{split}.tgt").write_text("".join(" ".join(s.split()[::-1]) + "\n" for s in src))
+
+
+def base_args(data: Path, out: Path, *extra: str) -> list[str]:
+    """train.py's arguments for a tiny model on write_reverse_task's corpus."""
+    return ["--data", str(data), "--src", "src", "--tgt", "tgt", "--preset", "tiny", "--d-model", "64",
+            "--d-ff", "128", "--vocab-size", "30", "--batch-tokens", "600", "--lr", "3e-3", "--warmup", "60",
+            "--out", str(out), "--no-progress", "--threads", "1", *extra]
+
+
 # Debian's headless shell of Chromium (the same Blink and V8, no browser around them) when it is installed: the three
 # largest browser modules cost Chromium ~7 % less CPU in it (BENCHMARKS.md, "The test suite"); else the browser itself.
 # TEST_CHROMIUM=/usr/bin/chromium runs the tests in the browser the students use.

@@ -22,7 +22,7 @@ def test_words_are_letters_only_and_lowercased():
 
 def test_features_read_the_probabilities_and_the_unseen_share():
     familiar = frozenset({"the", "dog"})
-    mean, low, share = features([0.5, 0.25, 1.0], "The dog eats pizza", familiar)
+    mean, low, share, missing = features([0.5, 0.25, 1.0], "The dog eats pizza", familiar)
     assert mean == pytest.approx((math.log(0.5) + math.log(0.25)) / 3)
     assert low == pytest.approx(math.log(0.25)) and share == pytest.approx(0.5)
     assert unseen_words("pizza, the PIZZA and dog", familiar) == ["pizza", "and"]
@@ -164,3 +164,24 @@ def test_a_new_models_table_carries_the_judgments_of_outputs_judged_before(tmp_p
     assert new[2]["carried"] == "no" and new[2]["right"] == "" and new[2]["output"] != rows[2]["output"]
     assert all(r["flagged"] in ("yes", "no") for r in new)              # the shipped model's notice, as the app shows
     assert "1 new to judge" in done.stdout and rows[2]["source"] in done.stdout
+
+
+def test_the_notice_names_the_words_the_lexicon_finds_missing_and_weighs_them():
+    from model.inference.lexicon import Lexicon
+    lex = Lexicon.from_pairs([("turtle", "Schildkröte"), ("garden", "Garten"), ("Berlin", "Berlin")], "en", "de")
+    text = "My turtle lives in a garden in Berlin."
+    kept, lost = "Meine Schildkröte lebt in einem Garten in Berlin.", "Mein Schaden lebt in einem Garten."
+    assert lex.check(text, lost) == (["turtle", "garden", "berlin"], ["turtle", "berlin"])
+    x = features([0.9, 0.9], text, None, lex.check(text, lost))
+    assert x[3] == pytest.approx(2 / 3) and features([0.9, 0.9], text, None, lex.check(text, kept))[3] == 0.0
+    four = Calibration((-1.0, -1.0, 1.0, 2.0), -1.0, (0.0,) * 4, (1.0,) * 4, 0.5,
+                       names=("mean_log_prob", "min_log_prob", "unseen_share", "missing_share"))
+    assert Calibration.from_dict(json.loads(json.dumps(four.to_dict()))) == four
+    right = assess([0.9, 0.9], text, four, None, lex.check(text, kept))
+    wrong = assess([0.9, 0.9], text, four, None, lex.check(text, lost))
+    assert wrong.p_wrong > right.p_wrong and wrong.flagged and not right.flagged
+    assert wrong.missing == ("turtle", "berlin")
+    assert wrong.reasons(["▁Mein", "</s>"])[0] == "'turtle', 'berlin' may be missing from the translation"
+    assert right.reasons(["▁Meine", "</s>"]) == []
+    three = Calibration((-1.0, -1.0, 1.0), -1.0, (0.0,) * 3, (1.0,) * 3, 0.5)     # fitted before the signal
+    assert three.p_wrong(x) == three.p_wrong(x[:3])

@@ -20,24 +20,8 @@ from model.inference.pipeline import translate
 from model.storage.checkpoint import load_checkpoint
 from model.training import loop as training
 from model.training import run, setup
-from tests.support import MULTI30K, ROOT
-
-WORDS = [f"w{c}" for c in "abcdefghijkl"]
-
-
-def write_reverse_task(directory: Path, n_train: int = 3000, n_val: int = 60, seed: int = 0) -> None:
-    rng = random.Random(seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    for split, n in (("train", n_train), ("val", n_val)):
-        src = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(n)]
-        (directory / f"{split}.src").write_text("".join(s + "\n" for s in src))
-        (directory / f"{split}.tgt").write_text("".join(" ".join(s.split()[::-1]) + "\n" for s in src))
-
-
-def base_args(data: Path, out: Path, *extra: str) -> list[str]:
-    return ["--data", str(data), "--src", "src", "--tgt", "tgt", "--preset", "tiny", "--d-model", "64",
-            "--d-ff", "128", "--vocab-size", "30", "--batch-tokens", "600", "--lr", "3e-3", "--warmup", "60",
-            "--out", str(out), "--no-progress", "--threads", "1", *extra]
+from tests.support import MULTI30K, ROOT, base_args, write_reverse_task
+from tests.support import REVERSE_WORDS as WORDS
 
 
 @pytest.mark.early

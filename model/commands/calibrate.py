@@ -32,7 +32,8 @@ from tqdm import tqdm
 
 from model.commands import registry as command
 from model.commands.shared import add_checkpoint_arg, fail, load_or_exit
-from model.inference.confidence import FAMILIAR_WORDS, WRONG_CHRF, Calibration, familiar_words_text, features
+from model.inference.confidence import FAMILIAR_WORDS, FEATURES, WRONG_CHRF, Calibration, familiar_words_text, features
+from model.inference.lexicon import LEXICON_FILE, Lexicon
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import InputError, decode_many, source_ids, token_probabilities
 from model.storage.checkpoint import Checkpoint, write_config_entry
@@ -43,8 +44,20 @@ from model.training.data import DataError, group_references, read_parallel
 class Judged:
     """One val sentence: its confidence numbers and whether its translation counts as wrong."""
     set_name: str
-    x: tuple[float, float, float]
+    x: tuple[float, ...]            # FEATURES
     wrong: bool
+
+
+def read_tsv(path: str | Path) -> list[dict[str, str]]:
+    """A TSV with a header line, as dicts; exits naming the file when it lacks `source` or `reference`."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{path}: cannot be read ({exc})")
+    head = lines[0].split("\t") if lines else []
+    if not {"source", "reference"} <= set(head):
+        fail(f"{path}: needs a header line with `source` and `reference` columns, has {head}")
+    return [dict(zip(head, line.split("\t"))) for line in lines[1:] if line.strip()]
 
 
 def split_spec(text: str) -> tuple[str, str]:
@@ -63,8 +76,10 @@ def _read(ckpt: Checkpoint, spec: tuple[str, str]) -> tuple[list[str], list[str]
 
 
 def judge(ckpt: Checkpoint, name: str, sources: list[str], refs: list[list[str]], opts: DecodeOptions,
-          familiar: frozenset[str] | None, batch_size: int = 64) -> list[Judged]:
-    """Decode every source, score it against its references, read its confidence numbers."""
+          familiar: frozenset[str] | None, batch_size: int = 64, lexicon: Lexicon | None = None,
+          by_hand: dict[tuple[str, str], bool] | None = None) -> list[Judged]:
+    """Decode every source, score it against its references, read its confidence numbers. by_hand:
+    (source, output) -> right, a person's judgment, which replaces the chrF rule where it has the pair."""
     usable = []
     for text, r in zip(sources, refs):
         try:
@@ -78,8 +93,10 @@ def judge(ckpt: Checkpoint, name: str, sources: list[str], refs: list[list[str]]
             for (text, ids, r), result in zip(chunk, decode_many(ckpt, [c[1] for c in chunk], opts)):
                 hyp = ckpt.tgt_tokenizer.decode(result.tokens)
                 probs = token_probabilities(ckpt, ids, result.tokens).probs
-                chrf = sacrebleu.sentence_chrf(hyp, r).score
-                out.append(Judged(name, features(probs, text, familiar), chrf < WRONG_CHRF))
+                right = (by_hand or {}).get((text, hyp))
+                wrong = sacrebleu.sentence_chrf(hyp, r).score < WRONG_CHRF if right is None else not right
+                check = lexicon.check(text, hyp) if lexicon is not None else ([], [])
+                out.append(Judged(name, features(probs, text, familiar, check), wrong))
             bar.update(len(chunk))
     return out
 
@@ -87,7 +104,7 @@ def judge(ckpt: Checkpoint, name: str, sources: list[str], refs: list[list[str]]
 def fit(judged: list[Judged], l2: float = 1e-3, flag_share: float = 0.8) -> Calibration:
     """Logistic regression on standardised numbers, then the threshold on the same sentences: the
     highest that flags at least flag_share of the wrong ones (0: the best separating threshold)."""
-    x = torch.tensor([j.x for j in judged], dtype=torch.float64)                      # (N, 3)
+    x = torch.tensor([j.x for j in judged], dtype=torch.float64)                      # (N, F)
     y = torch.tensor([float(j.wrong) for j in judged], dtype=torch.float64)           # (N,)
     mean, std = x.mean(0), x.std(0).clamp_min(1e-6)
     z = (x - mean) / std
@@ -101,7 +118,8 @@ def fit(judged: list[Judged], l2: float = 1e-3, flag_share: float = 0.8) -> Cali
         return loss
 
     opt.step(closure)
-    cal = Calibration(tuple(w[1:].tolist()), float(w[0].detach()), tuple(mean.tolist()), tuple(std.tolist()), 0.5)
+    cal = Calibration(tuple(w[1:].tolist()), float(w[0].detach()), tuple(mean.tolist()), tuple(std.tolist()), 0.5,
+                      names=FEATURES[:x.shape[1]])
     p, wrong = [cal.p_wrong(j.x) for j in judged], [j.wrong for j in judged]
     threshold = share_threshold(p, wrong, flag_share) if flag_share > 0 else best_threshold(p, wrong)
     return replace(cal, threshold=math.floor(threshold * 1e4) / 1e4)      # rounded down: the share still holds
@@ -162,6 +180,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="the model's training data (repeat for each corpus): its source words are 'familiar'")
     p.add_argument("--val", type=split_spec, action="append", default=[], metavar="DIR:SPLIT",
                    help="val data to fit on (repeat for each corpus; never a test split)")
+    p.add_argument("--dev", action="append", default=[], metavar="TSV",
+                   help="also fit on a set like what a teacher types: a TSV with `source` and `reference` columns "
+                        "(data/dev/teacher.en-de.tsv); with `output` and `right` (yes/no) columns too, a person's "
+                        "judgment of that output replaces the chrF rule whenever the model still writes it")
+    p.add_argument("--lexicon", metavar="TSV",
+                   help="a bilingual lexicon (English TAB German, Ding's: ../shared/data/everyday-extra/"
+                        "lexicon.en-de.tsv.gz) for the missing-word signal; with --write the checkpoint keeps its "
+                        f"source words' entries as {LEXICON_FILE}. Default: the checkpoint's own, if it has one")
     p.add_argument("--beam-size", type=int, default=4, help="beam width to decode with (default 4, as the app)")
     p.add_argument("--flag-share", type=float, default=0.8, metavar="S",
                    help="flag at least this share of the wrong val translations (default 0.8; 0: the threshold "
@@ -170,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write the fit and the per-set shares to this JSON file")
     p.add_argument("--write", action="store_true", help="store the fit and the familiar words in the checkpoint")
     args = p.parse_args(argv)
-    if not args.val:
-        fail("give at least one --val DIR:SPLIT to fit on")
+    if not args.val and not args.dev:
+        fail("give at least one --val DIR:SPLIT or --dev TSV to fit on")
     if any(split.startswith("test") for _, split in args.val):
         fail("fit on val splits, never on a test split")
     if not 0 <= args.flag_share <= 1:
@@ -180,19 +206,29 @@ def main(argv: list[str] | None = None) -> int:
     words_text = familiar_words_text([s for spec in args.train for s in _read(ckpt, spec)[0]]) if args.train else None
     familiar = frozenset(words_text.split()) if words_text else None
     opts = DecodeOptions("beam", beam_size=args.beam_size, alpha=ckpt.beam_alpha)
+    lexicon = Lexicon.load(args.lexicon, ckpt.src_lang, ckpt.tgt_lang) if args.lexicon else ckpt.lexicon
     judged: list[Judged] = []
     for spec in args.val:
         sources, refs = _read(ckpt, spec)
         grouped = group_references(sources[: args.limit], refs[: args.limit])
-        judged += judge(ckpt, f"{Path(spec[0]).name}:{spec[1]}", *grouped, opts, familiar)
+        judged += judge(ckpt, f"{Path(spec[0]).name}:{spec[1]}", *grouped, opts, familiar, lexicon=lexicon)
+    for path in args.dev:
+        rows = read_tsv(path)
+        by_hand = {(r["source"], r["output"]): r["right"] == "yes" for r in rows if r.get("right") in ("yes", "no")}
+        judged += judge(ckpt, Path(path).name, [r["source"] for r in rows][: args.limit],
+                        [[r["reference"]] for r in rows][: args.limit], opts, familiar, lexicon=lexicon,
+                        by_hand=by_hand)
+        print(f"{Path(path).name}: {sum((j.set_name == Path(path).name) for j in judged)} sentences, "
+              f"{len(by_hand)} judged by hand", file=sys.stderr)
     if not any(j.wrong for j in judged) or all(j.wrong for j in judged):
         fail("the val sentences are all right or all wrong: nothing to fit")
     cal = fit(judged, flag_share=args.flag_share)
     table = report(judged, cal)
     rule = (f"the threshold flags {args.flag_share:.0%} of the wrong" if args.flag_share > 0 else
             "the threshold separates wrong from right best")
-    note = (f"fitted on {', '.join(f'{d}:{s}' for d, s in args.val)} (beam {args.beam_size}); wrong = sentence "
-            f"chrF < {WRONG_CHRF:g} against all references; {rule}")
+    sets = [f"{d}:{s}" for d, s in args.val] + [Path(p).name for p in args.dev]
+    note = (f"fitted on {', '.join(sets)} (beam {args.beam_size}); wrong = a person's judgment where there is "
+            f"one, else sentence chrF < {WRONG_CHRF:g} against all references; {rule}")
     cal = replace(cal, note=note)
     for name, row in table.items():
         print(f"{name}: {row['sentences']} sentences, {row['wrong']} wrong; flagged: "
@@ -205,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         write_config_entry(args.checkpoint, "confidence", entry)
         if words_text:
             (Path(args.checkpoint) / FAMILIAR_WORDS).write_text(words_text, encoding="utf-8")
+        if args.lexicon and lexicon is not None:
+            lexicon.save(Path(args.checkpoint) / LEXICON_FILE)
         print(f"stored in {args.checkpoint}", file=sys.stderr)
     return 0
 

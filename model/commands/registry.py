@@ -37,6 +37,8 @@ COMMANDS: dict[str, Command] = {
     "grow": _command("grow", "a deeper model from a trained one, to train on (new layers start near identity)"),
     "html": Command("webpage.command", "one self-contained web page of a sentence or a lesson: opens offline",
                     "model.html"),
+    "backtranslate": _command("backtranslate", "translate a monolingual corpus in shards that resume (training data)"),
+    "mix": _command("mix", "the training mix of everyday pairs, lexicon entries and back-translations"),
     "visit": _command("visit", "a whole visit to a lent GPU in one command: teachers, distillation, students"),
     "faithfulness": _command("faithfulness", "how faithful each attribution method is (deletion curves)",
                              shortcut="model.attribution.faithfulness"),

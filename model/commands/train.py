@@ -50,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language (no tying)")
     g.add_argument("--tokenizer-from", help="reuse the tokenizer of this checkpoint directory")
     g.add_argument("--max-len", type=int, default=128, help="truncate training sentences to this many tokens")
+    g.add_argument("--subword-alpha", type=float, default=0.0, metavar="P",
+                   help="subword sampling: each epoch splits the training text into pieces anew, skipping each "
+                        "BPE merge with probability P (BPE-dropout; ~0.1; default 0: the one best split)")
+    g.add_argument("--lexicon-share", type=float, default=0.25, metavar="F",
+                   help="at most this share of a batch's pairs are dictionary entries (pairs of kind 'lexicon' "
+                        "in {split}.tag; default 0.25)")
     g.add_argument("--data-note", metavar="TEXT",
                    help="how --data was made, for the model card (e.g. 'targets translated by an ensemble')")
     g = p.add_argument_group("model")

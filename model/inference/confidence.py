@@ -6,7 +6,10 @@ A model knows what it was trained on, and little else. Three numbers are read fr
   model hesitated all the way through;
 - `min_log_prob`: the lowest of them: one unsure word is enough to get a sentence wrong;
 - `unseen_share`: the share of the source's words that never occur in the sentences the model was
-  trained on (the checkpoint's `familiar_words.txt`): text unlike anything it has read.
+  trained on (the checkpoint's `familiar_words.txt`): text unlike anything it has read;
+- `missing_share` (issue 81): of the source's content words that the checkpoint's lexicon translates
+  (`lexicon.tsv.gz`, model/inference/lexicon.py), the share none of whose translations is in the output:
+  a word left out, or a rare word guessed ("Kühe" -> "coolers"). The notice names them.
 
 A logistic regression fitted on val sets (`python -m model.calibrate --checkpoint DIR ...`) turns
 them into P(wrong), where "wrong" means a sentence chrF below `WRONG_CHRF` against all references of
@@ -31,7 +34,8 @@ FAMILIAR_WORDS = "familiar_words.txt"   # in a checkpoint: one word per line, fr
 # (benchmarks/judged/{en-de,de-en}.tsv: 90 % and 76 % agreement at 60, 72 % and 74 % at 40, the value before).
 WRONG_CHRF = 60.0
 LOW_TOKEN_PROB = 0.25                   # a token the model gave less than this is shown as unsure
-FEATURES = ("mean_log_prob", "min_log_prob", "unseen_share")
+FEATURES = ("mean_log_prob", "min_log_prob", "unseen_share", "missing_share")
+MISSING_NAMED = 3                       # at most this many missing words are named
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -59,13 +63,16 @@ def unseen_words(text: str, familiar: frozenset[str] | None) -> list[str]:
     return list(dict.fromkeys(w for w in words(text) if w not in familiar))
 
 
-def features(token_probs: list[float], text: str, familiar: frozenset[str] | None) -> tuple[float, float, float]:
-    """FEATURES of one translation: token_probs are its tokens' probabilities, EOS last."""
+def features(token_probs: list[float], text: str, familiar: frozenset[str] | None,
+             lexicon_check: tuple[list[str], list[str]] = ([], [])) -> tuple[float, ...]:
+    """FEATURES of one translation: token_probs are its tokens' probabilities, EOS last; lexicon_check
+    is Lexicon.check(text, output): (words the lexicon knows, those of them missing from the output)."""
     logs = [math.log(max(p, 1e-12)) for p in token_probs] or [0.0]
     said = words(text)
     unseen = [w for w in said if familiar is not None and w not in familiar]
     share = len(unseen) / len(said) if said else 0.0
-    return sum(logs) / len(logs), min(logs), share
+    known, missing = lexicon_check
+    return sum(logs) / len(logs), min(logs), share, len(missing) / len(known) if known else 0.0
 
 
 @dataclass(frozen=True)
@@ -77,21 +84,25 @@ class Calibration:
     std: tuple[float, ...]
     threshold: float
     note: str = ""
+    names: tuple[str, ...] = FEATURES[:3]     # the features it was fitted on, a prefix of FEATURES
 
     def p_wrong(self, x: tuple[float, ...]) -> float:
-        z = self.bias + sum(w * (v - m) / s for w, v, m, s in zip(self.weights, x, self.mean, self.std))
+        """x: all FEATURES (or those it was fitted on); the fit reads its own."""
+        z = self.bias + sum(w * (v - m) / s for w, v, m, s in zip(self.weights, x[:len(self.names)], self.mean,
+                                                                  self.std))
         return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"features": list(FEATURES), "weights": list(self.weights), "bias": self.bias,
+        return {"features": list(self.names), "weights": list(self.weights), "bias": self.bias,
                 "mean": list(self.mean), "std": list(self.std), "threshold": self.threshold, "note": self.note}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Calibration":
-        if list(d.get("features", [])) != list(FEATURES):
-            raise ValueError(f"confidence features {d.get('features')} are not {list(FEATURES)}")
+        names = tuple(d.get("features", []))
+        if not names or names != FEATURES[:len(names)]:
+            raise ValueError(f"confidence features {d.get('features')} are not a prefix of {list(FEATURES)}")
         return cls(tuple(d["weights"]), float(d["bias"]), tuple(d["mean"]), tuple(d["std"]), float(d["threshold"]),
-                   str(d.get("note", "")))
+                   str(d.get("note", "")), names)
 
 
 def word_at(pieces: list[str], pos: int) -> str:
@@ -114,11 +125,15 @@ class Confidence:
     weakest: tuple[int, float]       # (position, probability) of the least likely output token (EOS last)
     unseen: tuple[str, ...]          # source words the model never read in training
     familiarity_known: bool          # the checkpoint lists its training words
+    missing: tuple[str, ...] = ()    # source words whose every lexicon translation is absent from the output
 
     def reasons(self, pieces: list[str]) -> list[str]:
         """Plain-language reasons, given the output's pieces (EOS last), in the interface's language
         (i18n/: English unless the app chose another)."""
         out = []
+        if self.missing:
+            named = ", ".join(f"'{w}'" for w in self.missing[:MISSING_NAMED])
+            out.append(_("{words} may be missing from the translation").format(words=named))
         if self.unseen:
             out.append(_("never read in training: {words}").format(words=", ".join(f"'{w}'" for w in self.unseen)))
         pos, p = self.weakest
@@ -150,10 +165,11 @@ class Confidence:
 
 
 def assess(token_probs: list[float], text: str, calibration: Calibration | None,
-           familiar: frozenset[str] | None) -> Confidence:
-    """The Confidence of one translation of `text` whose tokens (EOS last) got token_probs."""
-    x = features(token_probs, text, familiar)
+           familiar: frozenset[str] | None, lexicon_check: tuple[list[str], list[str]] = ([], [])) -> Confidence:
+    """The Confidence of one translation of `text` whose tokens (EOS last) got token_probs; lexicon_check:
+    Lexicon.check(text, output), or nothing without a lexicon."""
+    x = features(token_probs, text, familiar, lexicon_check)
     p = calibration.p_wrong(x) if calibration else None
     weakest = min(enumerate(token_probs), key=lambda kv: kv[1]) if token_probs else (0, 1.0)
     return Confidence(p, p is not None and p >= calibration.threshold, math.exp(x[0]), weakest,
-                      tuple(unseen_words(text, familiar)), familiar is not None)
+                      tuple(unseen_words(text, familiar)), familiar is not None, tuple(lexicon_check[1]))

@@ -117,7 +117,9 @@ class Explanation:
 
     def confidence(self, ckpt: Checkpoint) -> Confidence:
         """How far to trust this translation (model/inference/confidence.py)."""
-        return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words)
+        lexicon = ckpt.lexicon
+        check = lexicon.check(self.text, self.output) if lexicon is not None else ([], [])
+        return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words, check)
 
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),

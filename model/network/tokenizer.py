@@ -83,6 +83,16 @@ class Tokenizer:
             return self.sp.encode(list(texts), out_type=int, num_threads=os.cpu_count() or 1)
         return [self.encode(t) for t in texts]
 
+    def encode_sampled(self, texts: list[str], alpha: float, seed: int) -> list[list[int]]:
+        """encode() of each text with subword sampling (for a BPE model, BPE-dropout: each merge is
+        skipped with probability alpha), one thread and a seeded generator: the same seed, the same
+        split. Training only; a Marian vocabulary is not sampled."""
+        if self.vocab is not None:
+            return self.encode_many(texts)
+        spm.set_random_generator_seed(seed)
+        return self.sp.encode(list(texts), out_type=int, enable_sampling=True, alpha=alpha, nbest_size=-1,
+                              num_threads=1)
+
     def decode(self, ids: Iterable[int]) -> str:
         """Ids -> detokenized text; special ids are dropped."""
         kept = [int(i) for i in ids if int(i) not in self._specials]

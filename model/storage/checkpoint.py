@@ -32,6 +32,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from model.inference.confidence import Calibration, read_familiar_words
+from model.inference.lexicon import LEXICON_FILE, Lexicon
 from model.inference.options import DecodeOptions
 from model.network.config import ModelConfig
 from model.network.tokenizer import Tokenizer
@@ -80,6 +81,13 @@ class Checkpoint:
         read once: every translation the app shows asks for it."""
         entry = self.meta.get("confidence")
         return Calibration.from_dict(entry) if entry else None
+
+    @functools.cached_property
+    def lexicon(self) -> Lexicon | None:
+        """The source words' translations (`lexicon.tsv.gz`, issue 81) the notice checks the output
+        against; read once, on first use (~1-3 s); None when the checkpoint has none."""
+        path = self.path / LEXICON_FILE if self.path else None
+        return Lexicon.read(path) if path is not None and path.is_file() else None
 
     @property
     def precision(self) -> str:

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 from model.network.batch import Example, collate  # noqa: F401  (a batch is the network's input)
+from model.training.everyday import iter_kinds
 
 SPLITS = ("train", "val", "test_2016_flickr")
 
@@ -55,6 +56,29 @@ def group_references(sources: list[str], targets: list[str]) -> tuple[list[str],
     return list(groups), list(groups.values())
 
 
+def read_kinds(data_dir: str | Path, split: str, n: int) -> list[str]:
+    """The kind of each pair of a split (model/training/everyday.py: sentence, lexicon, back), from
+    `{split}.tag[.gz]`; without that file every pair is a sentence."""
+    try:
+        path = split_file(data_dir, split, "tag")
+    except DataError:
+        return ["sentence"] * n
+    try:
+        kinds = list(iter_kinds(read_lines(path), path))
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    if len(kinds) != n:
+        raise DataError(f"{path} has {len(kinds)} lines but the split has {n} pairs: one kind per pair")
+    return kinds
+
+
+def tagged(src_ids: list[list[int]], kinds: list[str], bos: int, eos: int) -> list[list[int]]:
+    """Each source with its kind's tag first: a lexicon entry starts with <s>, a back-translated source
+    with </s> (model/training/everyday.py); a sentence as it is."""
+    first = {"lexicon": [bos], "back": [eos]}
+    return [first.get(k, []) + ids if ids else ids for ids, k in zip(src_ids, kinds)]
+
+
 def make_examples(src_ids: list[list[int]], tgt_ids: list[list[int]], bos: int, eos: int,
                   max_len: int) -> list[Example]:
     """Pairs with both sides non-empty, truncated to max_len positions."""
@@ -86,4 +110,29 @@ def token_batches(examples: list[Example], batch_tokens: int, seed: int) -> list
     if current:
         batches.append(current)
     rng.shuffle(batches)
+    return batches
+
+
+def mixed_batches(examples: list[Example], lexicon: set[int], batch_tokens: int, seed: int,
+                  share: float = 0.25) -> list[list[int]]:
+    """token_batches of the sentences, with the lexicon entries spread over them: at most `share` of a
+    batch's pairs are entries, the shortest entries in the batches of the shortest sentences (least
+    padding). Entries that find no room wait for the next epoch's draw (seeded, so resuming is exact).
+    A batch may so hold up to 1 / (1 - share) of batch_tokens."""
+    sentences = [i for i in range(len(examples)) if i not in lexicon]
+    sub = [examples[i] for i in sentences]
+    batches = [[sentences[j] for j in b] for b in token_batches(sub, batch_tokens, seed)]
+    if not lexicon:
+        return batches
+    rng = random.Random(seed + 1)
+    entries = sorted(lexicon, key=lambda i: (len(examples[i].src) + len(examples[i].tgt), rng.random()))
+    by_length = sorted(range(len(batches)), key=lambda b: (max(len(examples[i].tgt) for i in batches[b]), b))
+    room = {b: int(len(batches[b]) * share / (1 - share)) for b in by_length}
+    rng.shuffle(entries)                # which entries get a place this epoch: a seeded draw
+    chosen = sorted(entries[: sum(room.values())], key=lambda i: len(examples[i].src) + len(examples[i].tgt))
+    k = 0
+    for b in by_length:
+        take = chosen[k:k + room[b]]
+        batches[b] = batches[b] + take
+        k += len(take)
     return batches

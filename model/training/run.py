@@ -31,7 +31,7 @@ from model.storage.checkpoint import (
     save_weights,
 )
 from model.training.choice import as_checkpoint, candidate_weights, choose, translate_greedy
-from model.training.data import read_parallel, token_batches
+from model.training.data import mixed_batches, read_parallel
 from model.training.loop import (
     NonFiniteLoss,
     Progress,
@@ -42,7 +42,7 @@ from model.training.loop import (
     validation_loss,
 )
 from model.training.metrics import corpus_scores
-from model.training.setup import Runtime, build_tokenizers, load_corpus, model_config, with_dropout
+from model.training.setup import Runtime, build_tokenizers, load_corpus, model_config, train_examples, with_dropout
 from model.training.state import continued_from, finished_progress, load_last, run_meta, save_last, work_dir
 
 SNAPSHOT_SENTENCES = 3
@@ -104,7 +104,14 @@ class Trainer:
 
     # ---- batches of this rank for one epoch
     def epoch_batches(self, epoch: int) -> list[list[int]]:
-        batches = token_batches(self.corpus.train, self.args.batch_tokens, seed=self.args.seed * 1000 + epoch)
+        """This rank's batches of an epoch: with --subword-alpha the pairs split into pieces anew (seeded by
+        the epoch: a resumed epoch gets the same split), the lexicon entries at most --lexicon-share of a batch."""
+        a, c, seed = self.args, self.corpus, self.args.seed * 1000 + epoch
+        alpha = getattr(a, "subword_alpha", 0.0)
+        if alpha:
+            c.train = train_examples(self.src_tok, self.tgt_tok, self.cfg, c.train_src, c.train_tgt, c.kinds,
+                                     a.max_len, alpha, seed)
+        batches = mixed_batches(c.train, c.lexicon, a.batch_tokens, seed, getattr(a, "lexicon_share", 0.25))
         usable = len(batches) - len(batches) % (self.rt.world * self.args.accum)
         return batches[self.rt.rank:usable:self.rt.world]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from model.network.transformer import Transformer
 from model.storage.checkpoint import (
     load_checkpoint,
 )
-from model.training.data import DataError, make_examples, read_parallel
+from model.training.data import DataError, make_examples, read_kinds, read_parallel, tagged
 
 
 # ---- distributed / device --------------------------------------------------------------
@@ -73,6 +73,25 @@ class Corpus:
     val_src: list[str]
     val_tgt: list[str]
     val: list[Example]
+    train_src: list[str] = field(default_factory=list)     # the text, for --subword-alpha's draws
+    train_tgt: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)         # sentence | lexicon | back, per pair
+
+    @property
+    def lexicon(self) -> set[int]:
+        return {i for i, k in enumerate(self.kinds) if k == "lexicon"}
+
+
+def train_examples(src_tok: Tokenizer, tgt_tok: Tokenizer, cfg: ModelConfig, src: list[str], tgt: list[str],
+                   kinds: list[str], max_len: int, alpha: float = 0.0, seed: int = 0) -> list[Example]:
+    """The training pairs as ids, each source tagged with its kind; with alpha > 0, every text split
+    into pieces by sentencepiece's sampling (BPE-dropout: each merge skipped with probability alpha),
+    a new split for each seed."""
+    if alpha > 0:
+        src_ids, tgt_ids = src_tok.encode_sampled(src, alpha, seed), tgt_tok.encode_many(tgt)
+    else:
+        src_ids, tgt_ids = src_tok.encode_many(src), tgt_tok.encode_many(tgt)
+    return make_examples(tagged(src_ids, kinds, cfg.bos_id, cfg.eos_id), tgt_ids, cfg.bos_id, cfg.eos_id, max_len)
 
 
 def build_tokenizers(
@@ -90,11 +109,16 @@ def build_tokenizers(
 def load_corpus(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer, cfg: ModelConfig,
                 train_src: list[str], train_tgt: list[str]) -> Corpus:
     val_src, val_tgt = read_parallel(args.data, "val", args.src, args.tgt)
-    encode = lambda tok, lines: tok.encode_many(lines)  # noqa: E731
-    train = make_examples(encode(src_tok, train_src), encode(tgt_tok, train_tgt), cfg.bos_id, cfg.eos_id,
-                          args.max_len)
-    val = make_examples(encode(src_tok, val_src), encode(tgt_tok, val_tgt), cfg.bos_id, cfg.eos_id, args.max_len)
-    return Corpus(train, val_src, val_tgt, val)
+    kinds = read_kinds(args.data, "train", len(train_src))
+    kept = [i for i, (s, t) in enumerate(zip(train_src, train_tgt)) if s and t]   # make_examples' rule
+    train_src, train_tgt, kinds = ([xs[i] for i in kept] for xs in (train_src, train_tgt, kinds))
+    train = train_examples(src_tok, tgt_tok, cfg, train_src, train_tgt, kinds, args.max_len)
+    val = make_examples(val_tok(src_tok, val_src), val_tok(tgt_tok, val_tgt), cfg.bos_id, cfg.eos_id, args.max_len)
+    return Corpus(train, val_src, val_tgt, val, train_src, train_tgt, kinds)
+
+
+def val_tok(tok: Tokenizer, lines: list[str]) -> list[list[int]]:
+    return tok.encode_many(lines)
 
 
 def model_config(args: argparse.Namespace, src_tok: Tokenizer, tgt_tok: Tokenizer) -> ModelConfig:
