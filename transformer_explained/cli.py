@@ -15,6 +15,9 @@ from model.commands.registry import COMMANDS as MODEL_COMMANDS
 from transformer_explained import version
 
 PROG = "transformer-explained"
+LICENCE_NOTE = ("licence: the code, Apache-2.0 (LICENSE); each shipped model and data file says its own terms "
+                "beside it: a model's card (README.md in its checkpoint folder: its training data's licences and "
+                "what you owe), data/*/README.md; the app shows it on its 'Model card & training' page")
 
 
 # the model's tools come from their registry (model/commands/registry.py, which `python -m model.NAME`
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] in (["-V"], ["--version"]):
         print(f"{PROG} {version()}")
+        print(LICENCE_NOTE)
         return 0
     if argv[:1] in (["-h"], ["--help"], ["help"]):
         print(usage())
