@@ -95,6 +95,7 @@ def get_checkpoint(path: str) -> Checkpoint:
     ckpt = load_checkpoint(path)
     with torch.inference_mode():  # warm-up: the first user does not wait
         explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
+    _ = ckpt.lexicon              # the notice's lexicon (if any) read now, before the collector freezes it
     process.freeze_what_is_loaded()
     return ckpt
 

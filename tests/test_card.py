@@ -32,6 +32,14 @@ def test_the_card_names_every_corpus_of_every_training_part_with_its_attribution
     (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "train_args": mixed}))
     card = render_card(tmp_path / "m")
     assert "Multi30K task 1" in card and "Attribution: Tatoeba contributors" in card and "CC BY 2.0 FR" in card
+    assert "## Licences" in card and "non-commercial" in card and "GPL" not in card
+    issue81 = {"data": "runs/mix81-en-de", "init_from": "checkpoints/x", "continued_from": {"train_args": everyday},
+               "data_note": "everyday-extra train + 100,000 Ding lexicon entries + 11,856 Common Voice German "
+                            "sentences back-translated by the shipped de->en"}
+    assert corpora({"train_args": issue81})[-3:] == ["everyday-extra", "ding-lexicon", "back-translation"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "train_args": issue81}))
+    card = render_card(tmp_path / "m")
+    assert "CC BY-SA 4.0" in card and "GPL-2+" in card and "`lexicon.tsv.gz`" in card and "CC0" in card
 
 
 def test_each_test_set_keeps_its_own_scores(tokenizer, tmp_path):

@@ -24,7 +24,7 @@ def _read_json(path: Path, default: Any) -> Any:
 # The corpora a model of ours may have read: found by name in its --data paths and data notes.
 CORPORA = {   # marked for the catalog: `_(CORPORA[name])` where the app shows them
     "multi30k": N_("Multi30K task 1 (Elliott et al., 2016): image captions, 29,000 training pairs, `val` (1,014), "
-                   "`test_2016_flickr` (1,000)."),
+                   "`test_2016_flickr` (1,000); for non-commercial research and education."),
     "tatoeba": N_("Tatoeba English-German: short everyday sentences, 44,925 training pairs, `val` (1,000 English "
                   "sentences, 1,322 pairs) and `test` (1,000 sentences, 1,344 pairs), several translations per "
                   "sentence. Attribution: Tatoeba contributors (https://tatoeba.org), licensed CC BY 2.0 FR."),
@@ -33,9 +33,24 @@ CORPORA = {   # marked for the catalog: `_(CORPORA[name])` where the app shows t
                        "`test` (short), `val-long` and `test-long` (8 words or more, about 1,000 English sentences "
                        "each), several translations per sentence. Attribution: Tatoeba contributors "
                        "(https://tatoeba.org) and manythings.org, licensed CC BY 2.0 FR."),
+    "everyday-extra": N_("everyday-extra: 47,583 pairs of everyday sentences: Tatoeba pairs of the OPUS-MT test set "
+                         "2021 that are not in the 2018 edition (CC BY 2.0 FR: credit the Tatoeba contributors), "
+                         "BConTrasT chat pairs and xSID (CC BY-SA 4.0: credit their authors; what you pass on of their "
+                         "text, share alike), the Ding dictionary's example sentences (GPL-2+) and the auf-deutsch "
+                         "classroom phrases (MIT)."),
+    "ding-lexicon": N_("The Ding German-English dictionary (Debian's trans-de-en 1.9, GPL-2+): up to 100,000 entries "
+                       "as short training pairs, tagged as dictionary entries; its single-word entries are also "
+                       "shipped as `lexicon.tsv.gz`, which the notice reads (that file is under the GPL-2+: share "
+                       "it under the same terms, naming Ding as its source)."),
+    "back-translation": N_("Back-translations (`data/generated/`): English dialogue sentences of the Schema-Guided "
+                           "Dialogue dataset (CC BY-SA 4.0: credit its authors, share alike) turned into German by "
+                           "this project's en->de model, and German Common Voice sentences (CC0) turned into English "
+                           "by its de->en model; the model-written side is the source, tagged."),
 }
 # How a training part's --data path or note names each corpus (the full Tatoeba before the short one)
-NAMED_BY = {"multi30k": ("multi30k",), "tatoeba-2018": ("2018 edition", "tatoeba-2018"), "tatoeba": ("tatoeba",)}
+NAMED_BY = {"multi30k": ("multi30k",), "tatoeba-2018": ("2018 edition", "tatoeba-2018"), "tatoeba": ("tatoeba",),
+            "everyday-extra": ("everyday-extra",), "ding-lexicon": ("ding lexicon",),
+            "back-translation": ("back-translated",)}
 DECODINGS = {"greedy": N_("greedy"), "beam": N_("beam")}
 
 
@@ -122,6 +137,11 @@ def render_card(directory: str | Path) -> str:
         *(f"- {_(CORPORA[name])}" for name in corpora(config)),
         f"- Model selection on the val sets, test on the test sets. Tokenizer: sentencepiece BPE, "
         f"{cfg.src_vocab_size} pieces, {'joint for both languages' if cfg.tie_embeddings else 'one per language'}.",
+        "",
+        "## Licences",
+        _("What you owe when you use or share this model: credit for the data it learnt from, as each line "
+          "above says (Multi30K: non-commercial research and education; Tatoeba: CC BY 2.0 FR). The code that "
+          "trained it is under the Apache License 2.0 (LICENSE)."),
         "",
         "## Model",
         "| setting | value |",

@@ -82,12 +82,13 @@ class Checkpoint:
         entry = self.meta.get("confidence")
         return Calibration.from_dict(entry) if entry else None
 
-    @functools.cached_property
+    @property
     def lexicon(self) -> Lexicon | None:
         """The source words' translations (`lexicon.tsv.gz`, issue 81) the notice checks the output
-        against; read once, on first use (~1-3 s); None when the checkpoint has none."""
+        against; read once per process and file, on first use (~1-3 s; the app's loader reads it while
+        warming up), shared by copies of the checkpoint; None when the checkpoint has none."""
         path = self.path / LEXICON_FILE if self.path else None
-        return Lexicon.read(path) if path is not None and path.is_file() else None
+        return _lexicon_at(str(path)) if path is not None and path.is_file() else None
 
     @property
     def precision(self) -> str:
@@ -100,6 +101,11 @@ class Checkpoint:
         """The beam's GNMT length-penalty exponent this checkpoint was tuned for
         (config.json "decoding", written by `python -m model.tune`), else DecodeOptions' default."""
         return float(self.meta.get("decoding", {}).get("alpha", DEFAULT_ALPHA))
+
+
+@functools.lru_cache(maxsize=8)
+def _lexicon_at(path: str) -> Lexicon:
+    return Lexicon.read(path)
 
 
 def write_decoding(directory: str | Path, decoding: dict[str, Any]) -> Path:
