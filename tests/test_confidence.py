@@ -10,6 +10,7 @@ import pytest
 from model.commands.calibrate import Judged, best_threshold, fit, report, share_threshold
 from model.commands.calibrate import main as calibrate_main
 from model.inference.confidence import Calibration, assess, familiar_words_text, features, unseen_words, words
+from model.inference.options import DecodeOptions
 from model.inference.pipeline import explain
 from model.storage.checkpoint import load_checkpoint
 from tests.support import ROOT, make_checkpoint
@@ -185,3 +186,38 @@ def test_the_notice_names_the_words_the_lexicon_finds_missing_and_weighs_them():
     assert right.reasons(["▁Meine", "</s>"]) == []
     three = Calibration((-1.0, -1.0, 1.0), -1.0, (0.0,) * 3, (1.0,) * 3, 0.5)     # fitted before the signal
     assert three.p_wrong(x) == three.p_wrong(x[:3])
+
+
+def test_a_source_word_the_output_drew_almost_nothing_from_is_named():
+    import torch
+
+    from model.inference.confidence import UNCOVERED, word_coverage
+    pieces = ["▁The", "▁hedge", "hog", "▁sleeps", "▁.", "</s>"]
+    cross = torch.zeros(4, 2, 3, 6)                    # (L, H, T, S): 3 output steps
+    cross[:, :, 0, 0] = cross[:, :, 1, 3] = 1.0        # "The", then "sleeps", then EOS
+    cross[:, :, 2, 5] = 0.9
+    cross[:, :, 2, 2] = 0.1                            # "hog": 0.1 in all, under UNCOVERED
+    cross[:2, :, 1, 1] = 1.0                           # the first two layers looked at "hedge": not counted
+    coverage = word_coverage(cross, pieces, "en")
+    assert [w for w, _ in coverage] == ["hedgehog", "sleeps"]          # function words, "." and EOS left out
+    assert coverage[0][1] == pytest.approx(0.1) and coverage[0][1] < UNCOVERED <= coverage[1][1]
+    x = features([0.9, 0.9, 0.9], "The hedgehog sleeps.", None, ([], []), coverage)
+    assert x[4] == pytest.approx(0.5)
+    conf = assess([0.9, 0.9, 0.9], "The hedgehog sleeps.", None, None, ([], []), coverage)
+    assert conf.unread == ("hedgehog",)
+    assert conf.reasons(["▁Er", "▁schläft", "</s>"]) == ["the translation barely drew on 'hedgehog'"]
+    both = assess([0.9] * 3, "The hedgehog sleeps.", None, None, (["hedgehog"], ["hedgehog"]), coverage)
+    assert both.reasons(["▁Er", "</s>"]) == ["'hedgehog' may be missing from the translation"]   # said once
+
+
+def test_an_explanation_reads_its_coverage_from_its_own_trace(tokenizer, tmp_path):
+    make_checkpoint(tokenizer, tmp_path / "m")
+    ckpt = load_checkpoint(tmp_path / "m")
+    ex = explain(ckpt, "the dog runs in the park", DecodeOptions("greedy", max_len_b=3))
+    coverage = ex.source_coverage(ckpt)
+    assert [w for w, _ in coverage] == ["dog", "runs", "park"]
+    steps = len(ex.output_probs)
+    assert all(0 <= c <= steps + 1e-4 for _, c in coverage)
+    assert ex.confidence(ckpt).unread == tuple(w for w, c in coverage if c < 0.2)
+    with_reference = explain(ckpt, "the dog runs in the park", DecodeOptions("greedy"), reference="a dog")
+    assert with_reference.source_coverage(ckpt) == []

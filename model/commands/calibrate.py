@@ -35,7 +35,8 @@ from model.commands.shared import add_checkpoint_arg, fail, load_or_exit
 from model.inference.confidence import FAMILIAR_WORDS, FEATURES, WRONG_CHRF, Calibration, familiar_words_text, features
 from model.inference.lexicon import LEXICON_FILE, Lexicon
 from model.inference.options import DecodeOptions
-from model.inference.pipeline import InputError, decode_many, source_ids, token_probabilities
+from model.inference.pipeline import InputError, decode_many, explain_decoded, source_ids
+from model.network.trace import Recording
 from model.storage.checkpoint import Checkpoint, write_config_entry
 from model.training.data import DataError, group_references, read_parallel
 
@@ -91,12 +92,13 @@ def judge(ckpt: Checkpoint, name: str, sources: list[str], refs: list[list[str]]
         for start in range(0, len(usable), batch_size):
             chunk = usable[start:start + batch_size]
             for (text, ids, r), result in zip(chunk, decode_many(ckpt, [c[1] for c in chunk], opts)):
-                hyp = ckpt.tgt_tokenizer.decode(result.tokens)
-                probs = token_probabilities(ckpt, ids, result.tokens).probs
+                ex = explain_decoded(ckpt, text, ids, result, recording=Recording())   # the app's numbers
+                hyp = ex.output
                 right = (by_hand or {}).get((text, hyp))
                 wrong = sacrebleu.sentence_chrf(hyp, r).score < WRONG_CHRF if right is None else not right
                 check = lexicon.check(text, hyp) if lexicon is not None else ([], [])
-                out.append(Judged(name, features(probs, text, familiar, check), wrong))
+                x = features(ex.output_probs, text, familiar, check, ex.source_coverage(ckpt))
+                out.append(Judged(name, x, wrong))
             bar.update(len(chunk))
     return out
 

@@ -9,7 +9,11 @@ A model knows what it was trained on, and little else. Three numbers are read fr
   trained on (the checkpoint's `familiar_words.txt`): text unlike anything it has read;
 - `missing_share` (issue 81): of the source's content words that the checkpoint's lexicon translates
   (`lexicon.tsv.gz`, model/inference/lexicon.py), the share none of whose translations is in the output:
-  a word left out, or a rare word guessed ("Kühe" -> "coolers"). The notice names them.
+  a word left out, or a rare word guessed ("Kühe" -> "coolers"). The notice names them;
+- `uncovered_share` (issue 81): the share of the source's content words that the output drew almost
+  nothing from: the cross-attention a word's pieces received over all output steps (mean over the heads
+  of the last two decoder layers, summed over the steps) stays under UNCOVERED. A word no output token
+  looked at is a word the translation may have dropped, whatever the lexicon knows. Named too.
 
 A logistic regression fitted on val sets (`python -m model.calibrate --checkpoint DIR ...`) turns
 them into P(wrong), where "wrong" means a sentence chrF below `WRONG_CHRF` against all references of
@@ -26,7 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torch import Tensor
+
 from i18n import _, num
+from model.inference.lexicon import STOP
+from model.inference.lexicon import words as lexicon_words
 
 FAMILIAR_WORDS = "familiar_words.txt"   # in a checkpoint: one word per line, from its training sources
 # Sentence chrF (all references) under which a translation counts as wrong. 60 agrees best with a person's
@@ -34,7 +42,8 @@ FAMILIAR_WORDS = "familiar_words.txt"   # in a checkpoint: one word per line, fr
 # (benchmarks/judged/{en-de,de-en}.tsv: 90 % and 76 % agreement at 60, 72 % and 74 % at 40, the value before).
 WRONG_CHRF = 60.0
 LOW_TOKEN_PROB = 0.25                   # a token the model gave less than this is shown as unsure
-FEATURES = ("mean_log_prob", "min_log_prob", "unseen_share", "missing_share")
+FEATURES = ("mean_log_prob", "min_log_prob", "unseen_share", "missing_share", "uncovered_share")
+UNCOVERED = 0.2                         # attention received, summed over output steps, under which a word counts unread
 MISSING_NAMED = 3                       # at most this many missing words are named
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -64,15 +73,37 @@ def unseen_words(text: str, familiar: frozenset[str] | None) -> list[str]:
 
 
 def features(token_probs: list[float], text: str, familiar: frozenset[str] | None,
-             lexicon_check: tuple[list[str], list[str]] = ([], [])) -> tuple[float, ...]:
+             lexicon_check: tuple[list[str], list[str]] = ([], []),
+             coverage: list[tuple[str, float]] = ()) -> tuple[float, ...]:
     """FEATURES of one translation: token_probs are its tokens' probabilities, EOS last; lexicon_check
-    is Lexicon.check(text, output): (words the lexicon knows, those of them missing from the output)."""
+    is Lexicon.check(text, output): (words the lexicon knows, those of them missing from the output);
+    coverage: word_coverage's (content word, attention received) of the source."""
     logs = [math.log(max(p, 1e-12)) for p in token_probs] or [0.0]
     said = words(text)
     unseen = [w for w in said if familiar is not None and w not in familiar]
     share = len(unseen) / len(said) if said else 0.0
     known, missing = lexicon_check
-    return sum(logs) / len(logs), min(logs), share, len(missing) / len(known) if known else 0.0
+    uncovered = sum(c < UNCOVERED for _, c in coverage) / len(coverage) if coverage else 0.0
+    return sum(logs) / len(logs), min(logs), share, len(missing) / len(known) if known else 0.0, uncovered
+
+
+def word_coverage(cross: Tensor, pieces: list[str], lang: str) -> list[tuple[str, float]]:
+    """Per content word of the source (lexicon.STOP's function words, punctuation and EOS left out): the
+    cross-attention its pieces received from the output, summed over the output steps. cross: (L, H, T, S)
+    of one sentence, its S source pieces `pieces` (EOS last)."""
+    received = cross[-2:].float().mean((0, 1)).sum(0)                  # (S,): the last two layers' heads
+    out: list[tuple[str, float]] = []
+    start = 0
+    for i in range(1, len(pieces) + 1):
+        if i == len(pieces) or pieces[i].startswith("▁") or pieces[i] == "</s>":
+            word = "".join(pieces[start:i]).replace("▁", "")
+            said = lexicon_words(word)
+            if said and said[0] not in STOP.get(lang, set()) and len(said[0]) > 1:
+                out.append((word, float(received[start:i].sum())))
+            start = i
+            if i < len(pieces) and pieces[i] == "</s>":
+                break
+    return out
 
 
 @dataclass(frozen=True)
@@ -126,6 +157,7 @@ class Confidence:
     unseen: tuple[str, ...]          # source words the model never read in training
     familiarity_known: bool          # the checkpoint lists its training words
     missing: tuple[str, ...] = ()    # source words whose every lexicon translation is absent from the output
+    unread: tuple[str, ...] = ()     # source words the output drew almost nothing from (cross-attention)
 
     def reasons(self, pieces: list[str]) -> list[str]:
         """Plain-language reasons, given the output's pieces (EOS last), in the interface's language
@@ -134,6 +166,9 @@ class Confidence:
         if self.missing:
             named = ", ".join(f"'{w}'" for w in self.missing[:MISSING_NAMED])
             out.append(_("{words} may be missing from the translation").format(words=named))
+        unread = [w for w in self.unread if w.lower() not in self.missing][:MISSING_NAMED]
+        if unread:
+            out.append(_("the translation barely drew on {words}").format(words=", ".join(f"'{w}'" for w in unread)))
         if self.unseen:
             out.append(_("never read in training: {words}").format(words=", ".join(f"'{w}'" for w in self.unseen)))
         pos, p = self.weakest
@@ -165,11 +200,13 @@ class Confidence:
 
 
 def assess(token_probs: list[float], text: str, calibration: Calibration | None,
-           familiar: frozenset[str] | None, lexicon_check: tuple[list[str], list[str]] = ([], [])) -> Confidence:
+           familiar: frozenset[str] | None, lexicon_check: tuple[list[str], list[str]] = ([], []),
+           coverage: list[tuple[str, float]] = ()) -> Confidence:
     """The Confidence of one translation of `text` whose tokens (EOS last) got token_probs; lexicon_check:
-    Lexicon.check(text, output), or nothing without a lexicon."""
-    x = features(token_probs, text, familiar, lexicon_check)
+    Lexicon.check(text, output), or nothing without a lexicon; coverage: word_coverage of its trace."""
+    x = features(token_probs, text, familiar, lexicon_check, coverage)
     p = calibration.p_wrong(x) if calibration else None
     weakest = min(enumerate(token_probs), key=lambda kv: kv[1]) if token_probs else (0, 1.0)
     return Confidence(p, p is not None and p >= calibration.threshold, math.exp(x[0]), weakest,
-                      tuple(unseen_words(text, familiar)), familiar is not None, tuple(lexicon_check[1]))
+                      tuple(unseen_words(text, familiar)), familiar is not None, tuple(lexicon_check[1]),
+                      tuple(w for w, c in coverage if c < UNCOVERED))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from i18n import N_, Later
-from model.inference.confidence import Confidence, assess
+from model.inference.confidence import Confidence, assess, word_coverage
 from model.inference.decoding import DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
 from model.inference.options import DecodeOptions, max_output_length
 from model.inference.replay import WEIGHTS, read_search
@@ -119,7 +119,20 @@ class Explanation:
         """How far to trust this translation (model/inference/confidence.py)."""
         lexicon = ckpt.lexicon
         check = lexicon.check(self.text, self.output) if lexicon is not None else ([], [])
-        return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words, check)
+        return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words, check,
+                      self.source_coverage(ckpt))
+
+    def source_coverage(self, ckpt: Checkpoint) -> list[tuple[str, float]]:
+        """What the output drew from each content word of the source (confidence.word_coverage), read
+        from the trace when it traced the output itself (not a reference)."""
+        if self.forced is not None:
+            return []
+        try:
+            cross = self.trace.attention("cross")[:, 0]                       # (L, H, T, S)
+        except KeyError:
+            return []
+        pieces = ckpt.src_tokenizer.pieces(self.source_ids)
+        return word_coverage(cross[..., : len(self.output_probs), : len(pieces)], pieces, ckpt.src_lang)
 
 
 def explain(ckpt: Checkpoint, text: str, opts: DecodeOptions = DecodeOptions(record_steps=True),
