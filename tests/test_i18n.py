@@ -4,6 +4,7 @@ has no English sentence left in its texts, labels, help and figures."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -135,3 +136,38 @@ def test_the_language_picker_switches_the_whole_page_and_the_link(german):
     assert at.button(key="next").label == "Next" and "lang" not in link_of(at)
     at.selectbox(key="language").set_value("de").run()
     assert at.button(key="next").label == "Weiter" and link_of(at)["lang"] == "de"
+
+
+# Addressing the reader formally: an imperative with "Sie" ("Wählen Sie", "Tippen Sie") or a capitalised
+# "Sie", "Ihr", "Ihnen" inside a sentence (at a sentence's start they can be "they", "its" or "their").
+_FORMAL_IMPERATIVE = re.compile(r"\b[A-ZÄÖÜ][a-zäöüß]+en Sie\b")
+_FORMAL_WORD = re.compile(r"\b(?:Sie|Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer|Ihres)\b")
+
+
+def _formal_address(text: str) -> list[str]:
+    """The formal address in one German text: its imperatives with "Sie" and its mid-sentence "Sie"/"Ihr…"."""
+    found = [m.group() for m in _FORMAL_IMPERATIVE.finditer(text)]
+    for m in _FORMAL_WORD.finditer(text):
+        before = text[:m.start()].rstrip(" \n*_`„“\"'(")
+        if before and not before.endswith((".", "!", "?", ":")):
+            found.append(f"…{text[max(0, m.start() - 20):m.end()]}")
+    return found
+
+
+def test_the_german_interface_says_du_throughout():
+    pytest.importorskip("babel", reason="the catalog check needs Babel (the dev extra)")
+    from babel.messages.pofile import read_po
+    assert _formal_address("Wählen Sie ein Token.") and _formal_address("Die Alternative ist leer: Tippen Sie")
+    assert _formal_address("Bitte erlauben Sie es.") and _formal_address("Hier sehen Sie Ihre Übersetzung.")
+    assert not _formal_address("Noch keine Statistiken. Sie dauern etwa eine Minute (die Modelle bringen ihre mit).")
+    assert not _formal_address("eine lineare Schicht: Ihre Gewichte sind die Embedding-Matrix; wähle ein Token.")
+    po = i18n.LOCALES / "de" / "LC_MESSAGES" / f"{i18n.DOMAIN}.po"
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    formal = {}
+    for message in catalog:
+        strings = message.string if isinstance(message.string, tuple | list) else (message.string,)
+        found = [hit for s in strings if s for hit in _formal_address(s)]
+        if message.id and found:
+            formal[str(message.id)[:60]] = found
+    assert not formal, formal
