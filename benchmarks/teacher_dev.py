@@ -36,10 +36,10 @@ def read_dev(direction: str) -> list[dict[str, str]]:
     return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
 
 
-def score(ckpt_dir: str, rows: list[dict[str, str]], lexicon: Lexicon, beam: int) -> dict:
+def score(ckpt_dir: str, rows: list[dict[str, str]], lexicon: Lexicon, beam: int, alpha: float | None = None) -> dict:
     ckpt = load_checkpoint(ckpt_dir)
     ckpt.model.eval()
-    alpha = float(ckpt.meta.get("decoding", {}).get("alpha", 0.6))
+    alpha = ckpt.beam_alpha if alpha is None else alpha
     t0 = time.time()
     with torch.inference_mode():
         outs = translate_corpus(ckpt, [r["source"] for r in rows], DecodeOptions("beam", beam_size=beam, alpha=alpha))
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", nargs="+", required=True)
     p.add_argument("--direction", choices=("en-de", "de-en"), help="default: the first checkpoint's")
     p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--alpha", type=float, help="GNMT length penalty (default: each checkpoint's own)")
     p.add_argument("--lexicon", default=str(LEXICON))
     p.add_argument("--save", help="write source, reference and each checkpoint's output here (.tsv or .tsv.gz)")
     p.add_argument("--threads", type=int)
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = read_dev(direction)
     src, tgt = direction.split("-")
     lexicon = Lexicon.load(a.lexicon, src, tgt)
-    results = [score(c, rows, lexicon, a.beam) for c in a.checkpoint]
+    results = [score(c, rows, lexicon, a.beam, a.alpha) for c in a.checkpoint]
     for r in results:
         print(json.dumps({k: v for k, v in r.items() if k != "outputs"}))
     if a.save:

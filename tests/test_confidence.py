@@ -9,7 +9,15 @@ import pytest
 
 from model.commands.calibrate import Judged, best_threshold, fit, report, share_threshold
 from model.commands.calibrate import main as calibrate_main
-from model.inference.confidence import Calibration, assess, familiar_words_text, features, unseen_words, words
+from model.inference.confidence import (
+    UNCOVERED,
+    Calibration,
+    assess,
+    familiar_words_text,
+    features,
+    unseen_words,
+    words,
+)
 from model.inference.options import DecodeOptions
 from model.inference.pipeline import explain
 from model.storage.checkpoint import load_checkpoint
@@ -191,12 +199,12 @@ def test_the_notice_names_the_words_the_lexicon_finds_missing_and_weighs_them():
 def test_a_source_word_the_output_drew_almost_nothing_from_is_named():
     import torch
 
-    from model.inference.confidence import UNCOVERED, word_coverage
+    from model.inference.confidence import word_coverage
     pieces = ["▁The", "▁hedge", "hog", "▁sleeps", "▁.", "</s>"]
     cross = torch.zeros(4, 2, 3, 6)                    # (L, H, T, S): 3 output steps
     cross[:, :, 0, 0] = cross[:, :, 1, 3] = 1.0        # "The", then "sleeps", then EOS
     cross[:, :, 2, 5] = 0.9
-    cross[:, :, 2, 2] = 0.1                            # "hog": 0.1 in all, under UNCOVERED
+    cross[:, :, 2, 2] = 0.1                            # "hog": 0.1 in all, under UNCOVERED (0.5)
     cross[:2, :, 1, 1] = 1.0                           # the first two layers looked at "hedge": not counted
     coverage = word_coverage(cross, pieces, "en")
     assert [w for w, _ in coverage] == ["hedgehog", "sleeps"]          # function words, "." and EOS left out
@@ -218,6 +226,6 @@ def test_an_explanation_reads_its_coverage_from_its_own_trace(tokenizer, tmp_pat
     assert [w for w, _ in coverage] == ["dog", "runs", "park"]
     steps = len(ex.output_probs)
     assert all(0 <= c <= steps + 1e-4 for _, c in coverage)
-    assert ex.confidence(ckpt).unread == tuple(w for w, c in coverage if c < 0.2)
+    assert ex.confidence(ckpt).unread == tuple(w for w, c in coverage if c < UNCOVERED)
     with_reference = explain(ckpt, "the dog runs in the park", DecodeOptions("greedy"), reference="a dog")
     assert with_reference.source_coverage(ckpt) == []

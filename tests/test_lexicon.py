@@ -51,3 +51,14 @@ def test_the_same_file_reads_from_german_to_english(tmp_path):
     path.write_text("".join(f"{en}\t{de}\n" for en, de in PAIRS), encoding="utf-8")
     de_en = Lexicon.load(path, "de", "en")
     assert de_en.missing("Meine Schildkröte gießt die Kühe.", "My turtle pours the cows.") == ["gießt"]
+
+
+def test_a_word_the_model_read_often_is_checked_but_never_named(en_de, tmp_path):
+    sources = ["The cow eats."] * 25 + ["A turtle swims."] * 3
+    lex = en_de.with_common(sources)
+    assert "cow" in lex.common and "turtle" not in lex.common
+    known, missing = lex.check("My cow and my turtle.", "Meine Katze und mein Hund.")
+    assert missing == ["cow", "turtle"] and lex.suspects(missing) == ["turtle"]
+    lex.save(tmp_path / "lex.tsv.gz")
+    again = Lexicon.read(tmp_path / "lex.tsv.gz")
+    assert again.common == lex.common and again.entries == lex.entries and again.by_stem == lex.by_stem

@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         if words_text:
             (Path(args.checkpoint) / FAMILIAR_WORDS).write_text(words_text, encoding="utf-8")
         if args.lexicon and lexicon is not None:
-            lexicon.save(Path(args.checkpoint) / LEXICON_FILE)
+            train_sources = [s for spec in args.train for s in _read(ckpt, spec)[0]]
+            lexicon.with_common(train_sources).save(Path(args.checkpoint) / LEXICON_FILE)
         print(f"stored in {args.checkpoint}", file=sys.stderr)
     return 0
 

@@ -120,7 +120,7 @@ class Explanation:
         lexicon = ckpt.lexicon
         check = lexicon.check(self.text, self.output) if lexicon is not None else ([], [])
         return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words, check,
-                      self.source_coverage(ckpt))
+                      self.source_coverage(ckpt), lexicon.suspects(check[1]) if lexicon is not None else None)
 
     def source_coverage(self, ckpt: Checkpoint) -> list[tuple[str, float]]:
         """What the output drew from each content word of the source (confidence.word_coverage), read
