@@ -51,8 +51,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--tokenizer-from", help="reuse the tokenizer of this checkpoint directory")
     g.add_argument("--max-len", type=int, default=128, help="truncate training sentences to this many tokens")
     g.add_argument("--subword-alpha", type=float, default=0.0, metavar="P",
-                   help="subword sampling: each epoch splits the training text into pieces anew, skipping each "
-                        "BPE merge with probability P (BPE-dropout; ~0.1; default 0: the one best split)")
+                   help="subword sampling: each epoch splits the training *sources* into pieces anew, skipping each "
+                        "BPE merge with probability P (BPE-dropout; ~0.1; default 0: the one best split); the targets "
+                        "keep their best split")
     g.add_argument("--lexicon-share", type=float, default=0.25, metavar="F",
                    help="at most this share of a batch's pairs are dictionary entries (pairs of kind 'lexicon' "
                         "in {split}.tag; default 0.25)")

@@ -142,7 +142,9 @@ def render_card(directory: str | Path) -> str:
         _("What you owe when you use or share this model: credit for the data it learnt from, as each line "
           "above says (Multi30K: non-commercial research and education; Tatoeba: CC BY 2.0 FR). The code that "
           "trained it is under the Apache License 2.0 (LICENSE)."),
-        "",
+        *([_("`lexicon.tsv.gz`, which the notice reads, is made of the Ding German-English dictionary's entries "
+             "(Debian's trans-de-en 1.9, GPL-2+): share it under the same terms, naming Ding as its source."), ""]
+          if (d / "lexicon.tsv.gz").is_file() and "ding-lexicon" not in corpora(config) else [""]),
         "## Model",
         "| setting | value |",
         "|---|---|",
@@ -304,10 +306,15 @@ def _confidence(entry: dict[str, Any] | None) -> list[str]:
     """When the app flags a translation (`python -m model.calibrate`), and how that did on val."""
     if not entry:
         return []
+    extra = {"missing_share": "the share of source content words whose every translation in `lexicon.tsv.gz` is "
+                              "missing from the output (the notice names such words the model read in fewer than 20 "
+                              "training sentences)",
+             "uncovered_share": "the share of source content words the output barely attended to"}
+    said = "; ".join(extra[f] for f in entry.get("features", []) if f in extra)
     return _section("Confidence",
                     f"The app flags a translation when P(wrong) ≥ {entry['threshold']:.2f}, from the mean and lowest "
                     f"token log-probability and the share of source words not in `familiar_words.txt` (the "
-                    f"training sources' words); {entry.get('note', '')}.",
+                    f"training sources' words){'; ' + said if said else ''}; {entry.get('note', '')}.",
                     ("val set", "sentences", "wrong", "wrong flagged", "right flagged", "unflagged that are wrong"),
                     [(name, r["sentences"], r["wrong"], f"{r['wrong_flagged']:.0%}", f"{r['right_flagged']:.0%}",
                       f"{r['confident_wrong']:.0%}" if "confident_wrong" in r else "-")
