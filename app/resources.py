@@ -93,9 +93,8 @@ def available_checkpoints() -> list[Path]:
 def get_checkpoint(path: str) -> Checkpoint:
     process.configure(config().threads)
     ckpt = load_checkpoint(path)
-    with torch.inference_mode():  # warm-up: the first user does not wait
-        explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True))
-    _ = ckpt.lexicon              # the notice's lexicon (if any) read now, before the collector freezes it
+    with torch.inference_mode():  # warm-up: the first user does not wait (the notice's lexicon read now too)
+        explain(ckpt, "A dog runs.", DecodeOptions("greedy", record_steps=True)).confidence(ckpt)
     process.freeze_what_is_loaded()
     return ckpt
 

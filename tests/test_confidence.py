@@ -31,9 +31,10 @@ def test_words_are_letters_only_and_lowercased():
 
 def test_features_read_the_probabilities_and_the_unseen_share():
     familiar = frozenset({"the", "dog"})
-    mean, low, share, missing = features([0.5, 0.25, 1.0], "The dog eats pizza", familiar)
+    mean, low, share, missing, unread = features([0.5, 0.25, 1.0], "The dog eats pizza", familiar)
     assert mean == pytest.approx((math.log(0.5) + math.log(0.25)) / 3)
     assert low == pytest.approx(math.log(0.25)) and share == pytest.approx(0.5)
+    assert missing == unread == 0.0                  # no lexicon, no trace: the two signals read nothing
     assert unseen_words("pizza, the PIZZA and dog", familiar) == ["pizza", "and"]
     assert features([1.0], "pizza", None)[2] == 0.0 and unseen_words("pizza", None) == []
 
