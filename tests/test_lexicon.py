@@ -62,3 +62,9 @@ def test_a_word_the_model_read_often_is_checked_but_never_named(en_de, tmp_path)
     lex.save(tmp_path / "lex.tsv.gz")
     again = Lexicon.read(tmp_path / "lex.tsv.gz")
     assert again.common == lex.common and again.entries == lex.entries and again.by_stem == lex.by_stem
+
+
+def test_a_named_word_is_shown_as_the_source_writes_it():
+    from model.inference.lexicon import as_written
+    assert as_written("Magst du Quark mit frischen Aprikosen?", ["quark", "aprikosen", "nie"]) == \
+        ["Quark", "Aprikosen", "nie"]

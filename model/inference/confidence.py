@@ -170,7 +170,8 @@ class Confidence:
         if self.missing:
             named = ", ".join(f"'{w}'" for w in self.missing[:MISSING_NAMED])
             out.append(_("{words} may be missing from the translation").format(words=named))
-        unread = [w for w in self.unread if w.lower() not in self.missing][:MISSING_NAMED]
+        named_lower = {m.lower() for m in self.missing}
+        unread = [w for w in self.unread if w.lower() not in named_lower][:MISSING_NAMED]
         if unread:
             out.append(_("the translation barely drew on {words}").format(words=", ".join(f"'{w}'" for w in unread)))
         if self.unseen:

@@ -76,6 +76,14 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def as_written(text: str, lowered: list[str]) -> list[str]:
+    """Words found lowercased (content_words, Lexicon.check) as the text writes them: "Aprikosen", not "aprikosen"."""
+    forms: dict[str, str] = {}
+    for w in _WORD.findall(text):
+        forms.setdefault(w.lower(), w)
+    return [forms.get(w, w) for w in lowered]
+
+
 def stem(word: str, lang: str) -> str:
     return _stemmer(lang).stemWord(word.lower())
 

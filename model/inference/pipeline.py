@@ -17,6 +17,7 @@ import torch
 from i18n import N_, Later
 from model.inference.confidence import Confidence, assess, word_coverage
 from model.inference.decoding import DecodeResult, ForcedResult, decode, forced_decode, output_log_probs
+from model.inference.lexicon import as_written
 from model.inference.options import DecodeOptions, max_output_length
 from model.inference.replay import WEIGHTS, read_search
 from model.network.batch import Example, collate
@@ -120,7 +121,8 @@ class Explanation:
         lexicon = ckpt.lexicon
         check = lexicon.check(self.text, self.output) if lexicon is not None else ([], [])
         return assess(self.output_probs, self.text, ckpt.calibration, ckpt.familiar_words, check,
-                      self.source_coverage(ckpt), lexicon.suspects(check[1]) if lexicon is not None else None)
+                      self.source_coverage(ckpt),
+                      as_written(self.text, lexicon.suspects(check[1])) if lexicon is not None else None)
 
     def source_coverage(self, ckpt: Checkpoint) -> list[tuple[str, float]]:
         """What the output drew from each content word of the source (confidence.word_coverage), read
