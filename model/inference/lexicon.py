@@ -84,6 +84,7 @@ def as_written(text: str, lowered: list[str]) -> list[str]:
     return [forms.get(w, w) for w in lowered]
 
 
+@lru_cache(maxsize=65536)        # a page asks for the same words' stems at every rerun
 def stem(word: str, lang: str) -> str:
     return _stemmer(lang).stemWord(word.lower())
 
@@ -204,14 +205,13 @@ class Lexicon:
                     break
         return found or []
 
-    def kept(self, translation: tuple[str, ...], output: str) -> bool:
-        out_words = words(output)
-        stems = {stem(w, self.tgt) for w in out_words}
+    def kept(self, translation: tuple[str, ...], out_words: list[str], out_stems: set[str]) -> bool:
+        """Whether every word of `translation` is in the output (its words and their stems, read once)."""
         for w in translation:
             s = stem(w, self.tgt)
-            if s in stems or w in out_words:
+            if s in out_stems or w in out_words:
                 continue
-            if self.tgt == "de" and any(_same_stem(s, o) for o in stems):
+            if self.tgt == "de" and any(_same_stem(s, o) for o in out_stems):
                 continue           # "giess" and "giesst" (gießen, gießt)
             if self.tgt == "de" and _in_compound({w, s}, out_words):
                 continue           # a compound: "käse" in "käsebrot", "geschicht" in "geschichtsarbeit"
@@ -221,13 +221,15 @@ class Lexicon:
     def check(self, source: str, output: str) -> tuple[list[str], list[str]]:
         """(content words of the source that have an entry, those of them whose translations are all
         missing from the output)."""
+        out_words = words(output)
+        out_stems = {stem(w, self.tgt) for w in out_words}
         known, missing = [], []
         for w in content_words(source, self.src):
             senses = self.translations(w)
             if not senses:
                 continue
             known.append(w)
-            if not any(self.kept(t, output) for t in senses):
+            if not any(self.kept(t, out_words, out_stems) for t in senses):
                 missing.append(w)
         return known, missing
 
